@@ -1,0 +1,64 @@
+"""User-facing errors.
+
+Every mistake a user can make (bad C, bad options, arrays that do not fit the C
+declaration) raises a subclass of :class:`PolymagicError`.  The magic and the CLI
+print such errors as one paragraph, without a traceback; anything else is a bug in
+polymagic and is shown with its traceback.
+"""
+from __future__ import annotations
+
+
+class PolymagicError(Exception):
+    """Base class of errors caused by the user's input, shown without a traceback."""
+
+
+class SourceError(PolymagicError):
+    """A problem in the C (or Python) source, located at a line and column.
+
+    The message quotes the source line and puts a caret under the column, as a
+    compiler would.
+    """
+
+    def __init__(self, message: str, line: int | None = None, col: int | None = None,
+                 source: str | None = None):
+        self.reason = message
+        self.line = line
+        self.col = col
+        text = message
+        if line is not None:
+            where = f"line {line}" + (f", column {col}" if col is not None else "")
+            text = f"{where}: {message}"
+            if source is not None:
+                lines = source.splitlines()
+                if 1 <= line <= len(lines):
+                    src = lines[line - 1].rstrip().expandtabs(1)
+                    text += "\n    " + src
+                    if col is not None and col >= 1:
+                        text += "\n    " + " " * (col - 1) + "^"
+        super().__init__(text)
+
+
+class UnsupportedError(SourceError):
+    """A C construct outside the affine subset polymagic handles."""
+
+
+class OptionsError(PolymagicError):
+    """An option value that makes no sense (tile size 0, unknown target, ...)."""
+
+
+class InputError(PolymagicError):
+    """Arrays or scalars given by the user do not fit the C declaration."""
+
+
+class CompileError(PolymagicError):
+    """Generated code failed to compile (NVRTC, the C compiler).  Always a polymagic
+    bug or a missing tool; the message carries the compiler log."""
+
+
+class EmulatorError(PolymagicError):
+    """The race-hunting emulator found a data race, an out-of-bounds access or a
+    barrier under divergent control in the generated kernel."""
+
+
+class DeviceError(PolymagicError):
+    """No usable GPU / CuPy when the GPU target was asked for explicitly."""

@@ -1,0 +1,165 @@
+"""Kernel IR: the one program representation that every printer reads.
+
+The mapping stage lowers the isl AST into a :class:`Program`: host statements
+(loops, guards, kernel launches) and kernels (thread-centric code, as in seed 004
+§4.3: each thread runs the body with its own ``threadIdx``/``blockIdx``).  The CUDA
+printer, the emulator/OpenMP C printer and the host printers all read the same
+Program, so what the emulator checks is what the GPU runs.
+
+Mapped ids appear in expressions as the variables of :data:`MAPPED_IDS`
+(``pm_tx`` is threadIdx.x, ``pm_bx`` blockIdx.x, ``pm_ntx`` blockDim.x,
+``pm_nbx`` gridDim.x, ...); each printer renames them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Union
+
+from .expr import Access, Assign, Expr, Var, row_major_strides
+
+AXES = ("x", "y", "z")
+THREAD_IDS = {a: f"pm_t{a}" for a in AXES}      # threadIdx.a
+BLOCK_IDS = {a: f"pm_b{a}" for a in AXES}       # blockIdx.a
+BLOCK_DIMS = {a: f"pm_nt{a}" for a in AXES}     # blockDim.a
+GRID_DIMS = {a: f"pm_nb{a}" for a in AXES}      # gridDim.a
+MAPPED_IDS = {**{v: f"threadIdx.{a}" for a, v in THREAD_IDS.items()},
+              **{v: f"blockIdx.{a}" for a, v in BLOCK_IDS.items()},
+              **{v: f"blockDim.{a}" for a, v in BLOCK_DIMS.items()},
+              **{v: f"gridDim.{a}" for a, v in GRID_DIMS.items()}}
+
+
+@dataclass
+class ArrayDecl:
+    """A global-memory array as the kernels see it."""
+    name: str
+    ctype: str
+    shape: tuple[Expr, ...]
+    strides: tuple[Expr, ...] = ()   # element strides; row-major when empty
+    kind: str = "param"              # 'param' or 'temp' (allocated by the runtime)
+
+    def __post_init__(self):
+        if not self.strides:
+            self.strides = row_major_strides(self.shape)
+
+
+@dataclass
+class SharedDecl:
+    """A per-block buffer in shared memory (filled by copy code; issue 3)."""
+    name: str
+    ctype: str
+    shape: tuple[int, ...]
+
+
+@dataclass
+class Loop:
+    """``for (var = lower; var <= upper; var += step)``; bounds inclusive."""
+    var: str
+    lower: Expr
+    upper: Expr
+    step: int
+    body: list["Stmt"]
+    unroll: bool = False
+
+
+@dataclass
+class If:
+    cond: Expr
+    then: list["Stmt"]
+    orelse: list["Stmt"] = field(default_factory=list)
+
+
+@dataclass
+class Let:
+    """``const int var = value;`` (an isl AST degenerate loop, or a temporary)."""
+    var: str
+    value: Expr
+
+
+@dataclass
+class Compute:
+    """One statement instance; ``stmt`` names the Scop statement (for reports)."""
+    stmt: str
+    assign: Assign
+
+
+@dataclass
+class Barrier:
+    """``__syncthreads()``; ``id`` distinguishes barrier sites for the emulator."""
+    id: int
+
+
+@dataclass
+class Launch:
+    """Host side: launch ``kernel`` on ``grid`` blocks (expressions of the size
+    parameters and enclosing host loop variables)."""
+    kernel: str
+    grid: tuple[Expr, Expr, Expr]
+
+
+Stmt = Union[Loop, If, Let, Compute, Barrier, Launch]
+
+
+@dataclass
+class Kernel:
+    name: str
+    body: list[Stmt]
+    block: tuple[int, int, int]       # threads per block (x, y, z)
+    arrays: list[str]                 # global arrays used, in Program.arrays order
+    scalars: list[str]                # scalar parameters used
+    ints: list[str]                   # size parameters and host loop variables used
+    shared: list[SharedDecl] = field(default_factory=list)
+    summary: str = ""                 # one line: which loops went to blocks/threads
+
+    @property
+    def has_barrier(self) -> bool:
+        return any(isinstance(s, Barrier) for s in walk(self.body))
+
+
+@dataclass
+class Program:
+    name: str
+    arrays: dict[str, ArrayDecl]
+    size_params: list[str]
+    scalars: dict[str, str]           # scalar parameter -> ctype
+    host: list[Stmt]                  # Loop / If / Let / Launch only
+    kernels: dict[str, Kernel]
+    dtype_of_index: str = "int"
+
+    def launches(self) -> list[Launch]:
+        return [s for s in walk(self.host) if isinstance(s, Launch)]
+
+
+def walk(body: list[Stmt]) -> Iterator[Stmt]:
+    for s in body:
+        yield s
+        if isinstance(s, Loop):
+            yield from walk(s.body)
+        elif isinstance(s, If):
+            yield from walk(s.then)
+            yield from walk(s.orelse)
+
+
+def used_vars(body: list[Stmt]) -> set[str]:
+    """Names of all variables read in a body (for kernel parameter lists)."""
+    from .expr import walk as walk_expr
+    out: set[str] = set()
+
+    def see(e: Expr):
+        for x in walk_expr(e):
+            if isinstance(x, Var):
+                out.add(x.name)
+            elif isinstance(x, Access):
+                out.add(x.array)
+    for s in walk(body):
+        if isinstance(s, Loop):
+            see(s.lower); see(s.upper)
+        elif isinstance(s, If):
+            see(s.cond)
+        elif isinstance(s, Let):
+            see(s.value)
+        elif isinstance(s, Compute):
+            see(s.assign.target); see(s.assign.value)
+        elif isinstance(s, Launch):
+            for g in s.grid:
+                see(g)
+    return out

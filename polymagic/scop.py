@@ -1,0 +1,138 @@
+"""The static control part (Scop): the polyhedral model of one C (or Python) function.
+
+A front end turns source into a :class:`Scop`; every later stage reads it and none
+changes it.  Domains, schedules and access relations are islpy objects; statement
+bodies are trees of :mod:`polymagic.expr` nodes.
+
+Naming: statement ``k`` is the isl tuple ``S{k}``; its set dimensions are named
+after the source iterators; parameters are the function's ``int`` arguments (the
+"size parameters").  Arrays are the function's array arguments (``kind='param'``)
+plus scalar temporaries that the front end expanded into arrays (``kind='temp'``):
+a scalar declared inside loops gets one element per iteration of the loops that
+enclose its declaration (so each statement instance has its own copy), a scalar
+declared outside all loops becomes a 0-d array.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import islpy as isl
+
+from .expr import Assign, Expr, row_major_strides
+
+DTYPES = {"float": "float32", "double": "float64", "int": "int32", "long": "int64",
+          "short": "int16", "char": "int8", "unsigned": "uint32"}
+
+
+@dataclass(frozen=True)
+class Param:
+    """One argument of the C function, in signature order."""
+    name: str
+    kind: str            # 'size' (int, an isl parameter), 'scalar' (float/double), 'array'
+    ctype: str           # element type for arrays, the type otherwise
+
+
+@dataclass
+class Array:
+    name: str
+    ctype: str                   # 'float', 'double', 'int', ...
+    shape: tuple[Expr, ...]      # extents as expressions of the size parameters
+    kind: str = "param"          # 'param' (function argument) or 'temp' (expanded scalar)
+    line: int = 0                # where it was declared
+
+    @property
+    def dtype(self) -> str:
+        """NumPy dtype name."""
+        return DTYPES[self.ctype]
+
+    @property
+    def strides(self) -> tuple[Expr, ...]:
+        return row_major_strides(self.shape)
+
+
+@dataclass
+class Access:
+    """One array reference of a statement."""
+    array: str
+    relation: isl.Map            # { S[i] -> A[f(i)] }
+    is_write: bool
+
+
+@dataclass
+class Statement:
+    name: str                    # 'S0', 'S1', ... (the isl tuple name)
+    iterators: tuple[str, ...]   # names of the set dimensions, outermost first
+    domain: isl.Set              # { S[i] : ... } with the size parameters
+    body: Assign                 # in terms of the iterators and parameters
+    accesses: list[Access]
+    line: int                    # source line of the statement
+    text: str                    # the statement as written (for reports)
+
+    @property
+    def reads(self) -> list[Access]:
+        return [a for a in self.accesses if not a.is_write]
+
+    @property
+    def writes(self) -> list[Access]:
+        return [a for a in self.accesses if a.is_write]
+
+
+@dataclass
+class Scop:
+    name: str                    # the function name
+    params: list[Param]          # signature, in order
+    arrays: dict[str, Array]
+    statements: list[Statement]
+    schedule: isl.UnionMap       # original (textual) order, 2d+1 form
+    context: isl.Set             # constraints on the size parameters (e.g. N >= 1)
+    source: str                  # the source as the user wrote it
+    constants: dict[str, int | float] = field(default_factory=dict)  # #define values
+    language: str = "c"
+
+    @property
+    def size_params(self) -> list[str]:
+        return [p.name for p in self.params if p.kind == "size"]
+
+    @property
+    def scalar_params(self) -> list[Param]:
+        return [p for p in self.params if p.kind == "scalar"]
+
+    @property
+    def array_params(self) -> list[Param]:
+        return [p for p in self.params if p.kind == "array"]
+
+    @cached_property
+    def domain(self) -> isl.UnionSet:
+        u = isl.UnionSet.empty(self.context.get_space())
+        for s in self.statements:
+            u = u.union(isl.UnionSet.from_set(s.domain))
+        return u
+
+    def _union(self, writes: bool) -> isl.UnionMap:
+        u = isl.UnionMap.empty(self.context.get_space())
+        for s in self.statements:
+            for a in s.accesses:
+                if a.is_write == writes:
+                    u = u.union(isl.UnionMap.from_map(a.relation.intersect_domain(s.domain)))
+        return u
+
+    @cached_property
+    def reads(self) -> isl.UnionMap:
+        return self._union(False)
+
+    @cached_property
+    def writes(self) -> isl.UnionMap:
+        return self._union(True)
+
+    def statement(self, name: str) -> Statement:
+        return next(s for s in self.statements if s.name == name)
+
+    def written_arrays(self) -> list[str]:
+        """Arrays written by some statement, in declaration order."""
+        w = {a.array for s in self.statements for a in s.writes}
+        return [n for n in self.arrays if n in w]
+
+    def read_arrays(self) -> list[str]:
+        r = {a.array for s in self.statements for a in s.reads}
+        return [n for n in self.arrays if n in r]
