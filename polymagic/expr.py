@@ -276,3 +276,57 @@ class PyPrinter:
         if isinstance(e, Cast):
             return self(e.a)
         raise TypeError(f"cannot print {e!r} for the host")
+
+
+def evaluate(e: Expr, env: Mapping[str, int | float]) -> int | float:
+    """Evaluate an integer expression (shapes, grid sizes) with C semantics for / and %."""
+    if isinstance(e, Int):
+        return e.value
+    if isinstance(e, Float):
+        return float(e.text.rstrip("fFlL"))
+    if isinstance(e, Var):
+        try:
+            return env[e.name]
+        except KeyError:
+            raise KeyError(f"no value for {e.name}") from None
+    if isinstance(e, Unary):
+        v = evaluate(e.a, env)
+        return {"-": lambda: -v, "+": lambda: v, "!": lambda: int(not v), "~": lambda: ~v}[e.op]()
+    if isinstance(e, Binary):
+        a, b = evaluate(e.a, env), evaluate(e.b, env)
+        if e.op == "/":
+            if isinstance(a, int) and isinstance(b, int):
+                q = abs(a) // abs(b)
+                return q if (a >= 0) == (b >= 0) else -q
+            return a / b
+        if e.op == "%":
+            if isinstance(a, int) and isinstance(b, int):
+                r = abs(a) % abs(b)
+                return r if a >= 0 else -r
+            import math
+            return math.fmod(a, b)
+        ops = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
+               "<": lambda: int(a < b), "<=": lambda: int(a <= b), ">": lambda: int(a > b),
+               ">=": lambda: int(a >= b), "==": lambda: int(a == b), "!=": lambda: int(a != b),
+               "&&": lambda: int(bool(a) and bool(b)), "||": lambda: int(bool(a) or bool(b)),
+               "&": lambda: a & b, "|": lambda: a | b, "^": lambda: a ^ b,
+               "<<": lambda: a << b, ">>": lambda: a >> b}
+        return ops[e.op]()
+    if isinstance(e, Call):
+        args = [evaluate(x, env) for x in e.args]
+        if e.func == "min":
+            return min(args)
+        if e.func == "max":
+            return max(args)
+        if e.func == "floord":
+            return args[0] // args[1]
+        if e.func == "pm_mod":
+            return args[0] % args[1]
+        import math
+        return getattr(math, e.func.rstrip("f") if e.func.endswith("f") and e.func != "fabsf" else e.func.replace("fabsf", "fabs"))(*args)
+    if isinstance(e, Cond):
+        return evaluate(e.a, env) if evaluate(e.cond, env) else evaluate(e.b, env)
+    if isinstance(e, Cast):
+        v = evaluate(e.a, env)
+        return int(v) if e.ctype in ("int", "long", "long long", "short", "char", "unsigned") else float(v)
+    raise TypeError(f"cannot evaluate {e!r}")

@@ -1,0 +1,11 @@
+"""Front ends: source text -> :class:`polymagic.scop.Scop`."""
+from __future__ import annotations
+
+from ..scop import Scop
+
+
+def parse(source: str, language: str = "c") -> Scop:
+    if language == "c":
+        from .c import parse_c
+        return parse_c(source)
+    raise ValueError(f"unknown language {language!r}")

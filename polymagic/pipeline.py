@@ -1,0 +1,55 @@
+"""The compiler pipeline: source -> Scop -> Dependences -> Schedule -> Mapping -> KIR -> code.
+
+:func:`compile_source` runs every stage once and returns a :class:`Compiled`
+bundle; results are cached by (source, language, options that change code).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from . import kir
+from .options import Options
+from .scop import Scop
+
+
+@dataclass
+class Compiled:
+    scop: Scop
+    deps: object                 # deps.Dependences
+    schedule: object             # schedule.ScheduleResult (islpy schedule tree + notes)
+    program: kir.Program
+    cuda: str                    # CUDA source of all kernels
+    host_py: str                 # Python source of the host driver (see codegen.host)
+    compile_s: float             # pipeline time, parse -> CUDA
+    summary: str                 # one line: loops -> blocks/threads, grid/block sizes, kernels
+    notes: list[str] = field(default_factory=list)
+
+
+_CACHE: dict[tuple, Compiled] = {}
+
+
+def compile_source(source: str, options: Options | None = None, language: str = "c") -> Compiled:
+    """Run the whole pipeline on one function's source (cached)."""
+    options = options or Options()
+    key = (source, language, options.key())
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    t0 = time.perf_counter()
+    from .frontend import parse
+    from .deps import compute_dependences
+    from .schedule import compute_schedule
+    from .mapping import map_to_kir
+    from .codegen.cuda import print_cuda
+    from .codegen.host import print_host_python
+    scop = parse(source, language)
+    deps = compute_dependences(scop)
+    sched = compute_schedule(scop, deps)
+    program, summary, notes = map_to_kir(scop, sched, options)
+    cuda = print_cuda(program)
+    host_py = print_host_python(program)
+    c = Compiled(scop, deps, sched, program, cuda, host_py, time.perf_counter() - t0,
+                 summary, notes)
+    _CACHE[key] = c
+    return c
