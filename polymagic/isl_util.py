@@ -1,0 +1,93 @@
+"""Small bridges between islpy objects and :mod:`polymagic.expr` trees."""
+from __future__ import annotations
+
+import islpy as isl
+
+from .expr import Binary, Call, Cond, Expr, Int, Unary, Var
+
+_BIN = {isl.ast_expr_op_type.add: "+", isl.ast_expr_op_type.sub: "-",
+        isl.ast_expr_op_type.mul: "*", isl.ast_expr_op_type.div: "/",
+        isl.ast_expr_op_type.pdiv_q: "/", isl.ast_expr_op_type.pdiv_r: "%",
+        isl.ast_expr_op_type.zdiv_r: "%",
+        isl.ast_expr_op_type.and_: "&&", isl.ast_expr_op_type.and_then: "&&",
+        isl.ast_expr_op_type.or_: "||", isl.ast_expr_op_type.or_else: "||",
+        isl.ast_expr_op_type.eq: "==", isl.ast_expr_op_type.le: "<=",
+        isl.ast_expr_op_type.lt: "<", isl.ast_expr_op_type.ge: ">=",
+        isl.ast_expr_op_type.gt: ">"}
+
+
+def val_to_int(v: isl.Val) -> int:
+    if not v.is_int():
+        raise ValueError(f"non-integer value {v}")
+    return int(v.to_python())
+
+
+def ast_expr_to_expr(e: isl.AstExpr) -> Expr:
+    """Translate an isl AST expression into an :mod:`polymagic.expr` tree.
+
+    isl's ``pdiv_q``/``pdiv_r``/``zdiv_r``/``div`` are exact or have non-negative
+    operands where C's ``/``/``%`` agree with them; ``fdiv_q`` becomes ``floord``.
+    """
+    t = e.get_type()
+    if t == isl.ast_expr_type.int:
+        return Int(val_to_int(e.get_val()))
+    if t == isl.ast_expr_type.id:
+        return Var(e.get_id().get_name())
+    if t != isl.ast_expr_type.op:
+        raise ValueError(f"unexpected isl AST expression {e.to_C_str()}")
+    op = e.get_op_type()
+    args = [ast_expr_to_expr(e.get_op_arg(i)) for i in range(e.get_op_n_arg())]
+    if op in _BIN:
+        if op == isl.ast_expr_op_type.zdiv_r:
+            # only ever compared with 0 by isl: C's % is fine for that test
+            pass
+        return Binary(_BIN[op], args[0], args[1])
+    if op == isl.ast_expr_op_type.minus:
+        return Unary("-", args[0])
+    if op == isl.ast_expr_op_type.fdiv_q:
+        return Call("floord", (args[0], args[1]))
+    if op in (isl.ast_expr_op_type.min, isl.ast_expr_op_type.max):
+        name = "min" if op == isl.ast_expr_op_type.min else "max"
+        out = args[0]
+        for a in args[1:]:
+            out = Call(name, (out, a))
+        return out
+    if op in (isl.ast_expr_op_type.cond, isl.ast_expr_op_type.select):
+        return Cond(args[0], args[1], args[2])
+    if op == isl.ast_expr_op_type.call:
+        return Call(str(args[0].name) if isinstance(args[0], Var) else "?", tuple(args[1:]))
+    raise ValueError(f"unsupported isl AST operation in {e.to_C_str()}")
+
+
+def pw_aff_to_expr(pa: isl.PwAff, context: isl.Set | None = None) -> Expr:
+    """A piecewise affine function of the parameters (and set dimensions named in the
+    space) as an expression, printed by isl's AST generator."""
+    if context is None:
+        context = isl.Set.universe(pa.get_domain_space().params())
+    build = isl.AstBuild.from_context(context.params() if not context.is_params() else context)
+    if pa.dim(isl.dim_type.in_) > 0:
+        # name the domain dimensions as parameters so the build can print them
+        names = [pa.get_dim_name(isl.dim_type.in_, i) for i in range(pa.dim(isl.dim_type.in_))]
+        pa = _move_in_to_params(pa, names)
+        build = isl.AstBuild.from_context(isl.Set.universe(pa.get_domain_space()))
+    return ast_expr_to_expr(build.expr_from_pw_aff(pa))
+
+
+def _move_in_to_params(pa: isl.PwAff, names: list[str]) -> isl.PwAff:
+    n = len(names)
+    npar = pa.dim(isl.dim_type.param)
+    pa = pa.move_dims(isl.dim_type.param, npar, isl.dim_type.in_, 0, n)
+    for i, nm in enumerate(names):
+        pa = pa.set_dim_id(isl.dim_type.param, npar + i, isl.Id(nm or f"i{i}"))
+    return pa
+
+
+def set_dim_range(s: isl.Set, pos: int) -> tuple[isl.PwAff, isl.PwAff]:
+    """Parametric minimum and maximum of dimension ``pos`` of ``s``."""
+    return s.dim_min(pos), s.dim_max(pos)
+
+
+def set_to_expr(s: isl.Set) -> Expr:
+    """A parameter set (a condition on parameters) as a boolean expression."""
+    build = isl.AstBuild.from_context(isl.Set.universe(s.get_space().params()))
+    return ast_expr_to_expr(build.expr_from_set(s.params() if not s.is_params() else s))
