@@ -1,0 +1,192 @@
+"""The CPU reference: the user's own C function, compiled with the system compiler.
+
+Every device result is compared with what the *original* source computes, so the
+reference must be exactly what the user wrote: ``scop.source`` is compiled as is
+(its ``#include``s and ``#define``s kept) behind a small prelude that adds
+``<math.h>`` and ``#ifndef``-guarded ``min``/``max`` macros, which polyhedral
+examples commonly use without declaring.
+
+The shared library is cached on disk by a hash of (prelude + source, compiler,
+flags) under ``$POLYMAGIC_CACHE`` or ``~/.cache/polymagic``; it is written to a
+temporary name and renamed, so concurrent kernels/processes never load a half
+written file.  The function is called through ctypes with the arguments in
+``scop.params`` order; arrays are passed as data pointers and modified in place.
+
+``opt`` selects the optimisation flags (``"-O2"`` for checking, ``"-O3"`` or
+``"-O3 -march=native"`` for benchmark baselines); no OpenMP is ever enabled, so
+the reference is a plain sequential run.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shlex
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import CompileError, InputError, UnsupportedError
+from ..scop import DTYPES, Param, Scop
+
+PRELUDE = """\
+/* polymagic CPU reference prelude */
+#include <math.h>
+#ifndef min
+#define min(a, b) ((a) < (b) ? (a) : (b))
+#endif
+#ifndef max
+#define max(a, b) ((a) > (b) ? (a) : (b))
+#endif
+#line 1 "cell.c"
+"""
+
+#: ctypes types of scalar arguments, by C type.
+CTYPES = {"int": ctypes.c_int, "long": ctypes.c_long, "short": ctypes.c_short,
+          "char": ctypes.c_byte, "unsigned": ctypes.c_uint,
+          "float": ctypes.c_float, "double": ctypes.c_double}
+
+_LIBS: dict[str, ctypes.CDLL] = {}   # loaded libraries by path (a CDLL cannot be unloaded)
+
+
+def cache_dir() -> Path:
+    """Where compiled references live: ``$POLYMAGIC_CACHE`` or ``~/.cache/polymagic``."""
+    root = os.environ.get("POLYMAGIC_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "polymagic")
+    d = Path(root) / "cpu"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def compiler() -> str:
+    """The C compiler: ``$CC`` when set, else ``cc``."""
+    return os.environ.get("CC") or "cc"
+
+
+def compile_flags(opt: str = "-O2") -> list[str]:
+    """Flags of a reference build (``opt`` may hold several flags, e.g. "-O3 -march=native")."""
+    return ["-std=gnu11", *shlex.split(opt), "-shared", "-fPIC"]
+
+
+def reference_source(source: str) -> str:
+    """The translation unit compiled for the reference: prelude + the user's source."""
+    return PRELUDE + source + ("" if source.endswith("\n") else "\n")
+
+
+def build_library(source: str, opt: str = "-O2") -> Path:
+    """Compile ``source`` (already with the prelude) into a shared library, cached
+    on disk by hash; returns its path.  CompileError carries the compiler log."""
+    cc = compiler()
+    flags = compile_flags(opt)
+    key = hashlib.sha256("\0".join([cc, *flags, source]).encode()).hexdigest()[:24]
+    d = cache_dir()
+    lib = d / f"ref-{key}.so"
+    if lib.exists():
+        return lib
+    c_file = _write_atomic(d / f"ref-{key}.c", source.encode())
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".ref-{key}-", suffix=".so")
+    os.close(fd)
+    try:
+        cmd = [cc, *flags, "-o", tmp, str(c_file), "-lm"]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True)
+        except FileNotFoundError:
+            raise CompileError(f"no C compiler: {cc!r} not found (set $CC) — "
+                               f"the CPU reference needs one") from None
+        if p.returncode != 0:
+            raise CompileError(f"the C compiler rejected the source of the CPU reference "
+                               f"({' '.join(cmd)}):\n{(p.stderr + p.stdout).strip()}")
+        os.replace(tmp, lib)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return lib
+
+
+def _write_atomic(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file and a rename."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + "-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def load_library(path: Path) -> ctypes.CDLL:
+    lib = _LIBS.get(str(path))
+    if lib is None:
+        lib = _LIBS[str(path)] = ctypes.CDLL(str(path))
+    return lib
+
+
+def _argtype(p: Param):
+    if p.kind == "array":
+        return ctypes.c_void_p
+    try:
+        return CTYPES[p.ctype]
+    except KeyError:
+        raise UnsupportedError(f"parameter {p.name}: C type {p.ctype!r} is not supported "
+                               f"by the CPU reference") from None
+
+
+class CpuReference:
+    """The user's C function, compiled once, callable on NumPy arrays.
+
+    ``CpuReference(scop).run({"N": 64, "alpha": 1.5, "A": a, ...})`` calls the
+    function with the arguments in signature order and returns the seconds the
+    call took; arrays are modified in place.
+    """
+
+    def __init__(self, scop: Scop, opt: str = "-O2"):
+        if scop.language != "c":
+            raise UnsupportedError(f"no CPU reference for {scop.language!r} sources yet")
+        self.scop = scop
+        self.opt = opt
+        self.source = reference_source(scop.source)
+        self.path = build_library(self.source, opt)
+        lib = load_library(self.path)
+        try:
+            fn = getattr(lib, scop.name)
+        except AttributeError:
+            raise CompileError(f"the compiled reference has no function {scop.name!r} "
+                               f"(is it static?)") from None
+        # a private function object, so argtypes never clash between references
+        self._fn = ctypes.CFUNCTYPE(None, *[_argtype(p) for p in scop.params])(
+            ctypes.cast(fn, ctypes.c_void_p).value)
+
+    def arguments(self, args: Mapping[str, object]) -> list:
+        """The ctypes argument list in signature order; checks what it is given."""
+        missing = [p.name for p in self.scop.params if p.name not in args]
+        if missing:
+            raise InputError(f"{self.scop.name}: no value for {', '.join(missing)}")
+        return [self._argument(p, args[p.name]) for p in self.scop.params]
+
+    def _argument(self, p: Param, value):
+        if p.kind != "array":
+            return _argtype(p)(value)
+        want = np.dtype(DTYPES[p.ctype])
+        if not isinstance(value, np.ndarray) or value.dtype != want:
+            raise InputError(f"{p.name}: the CPU reference needs a NumPy array of {want}, "
+                             f"got {type(value).__name__} {getattr(value, 'dtype', '')}")
+        if not value.flags.c_contiguous or not value.flags.writeable:
+            raise InputError(f"{p.name}: the CPU reference needs a writeable C-contiguous array")
+        return ctypes.c_void_p(value.ctypes.data)
+
+    def run(self, args: Mapping[str, object]) -> float:
+        """Call the function (arrays modified in place); returns the call's seconds."""
+        argv = self.arguments(args)
+        t0 = time.perf_counter()
+        self._fn(*argv)
+        return time.perf_counter() - t0
+
+
+__all__ = ["CpuReference", "build_library", "reference_source", "cache_dir",
+           "compile_flags", "PRELUDE"]
