@@ -1,0 +1,113 @@
+"""Command line: ``python -m polymagic run|cuda FILE.c [options]``.
+
+This is a stable contract (scripts and CI jobs depend on it):
+
+``run FILE.c [options]``
+    Compile, run on the target, check against the CPU reference, print the text
+    report (or, with ``--json``, exactly one JSON object on stdout).
+    Exit status 0 iff the check passed (``ok``), 1 if it did not or the generated
+    code failed (emulator found a race, NVRTC rejected the CUDA), 2 on a user error.
+``cuda FILE.c [options]``
+    Print only the generated CUDA.  Exit 0, or 2 on a user error.
+
+User errors (bad C, bad options, missing file, inputs that do not fit) print one
+message on stderr, no traceback; with ``--json`` the object
+``{"ok": false, "error": "..."}`` is printed on stdout as well.  The options are
+those of the ``%%polycuda`` magic (:func:`polymagic.options.add_arguments`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from . import __version__
+from .errors import CompileError, EmulatorError, OptionsError, PolymagicError
+from .options import Options, add_arguments, options_from_namespace
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """Raises instead of exiting, so errors go through one reporting path."""
+
+    def error(self, message):
+        raise OptionsError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def make_cli_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m polymagic",
+                description="Affine C loop nests -> polyhedral model -> checked CUDA.")
+    p.add_argument("--version", action="version", version=f"polymagic {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="{run,cuda}", parser_class=_Parser)
+    sub.required = True
+    for name, text in (("run", "compile, run, check against the CPU and print the report"),
+                       ("cuda", "print only the generated CUDA")):
+        sp = sub.add_parser(name, help=text, description=text)
+        sp.add_argument("file", metavar="FILE.c", help="C source holding one function")
+        add_arguments(sp)
+    return p
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise OptionsError(f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise OptionsError(f"cannot read {path}: not UTF-8 text") from None
+
+
+def cmd_cuda(source: str, options: Options) -> int:
+    from .pipeline import compile_source
+    compiled = compile_source(source, options)
+    sys.stdout.write(compiled.cuda if compiled.cuda.endswith("\n") else compiled.cuda + "\n")
+    return EXIT_OK
+
+
+def cmd_run(source: str, options: Options) -> int:
+    from .pipeline import compile_source
+    from .runtime.run import run
+    compiled = compile_source(source, options)
+    report = run(compiled, options, namespace=None)
+    if options.json:
+        from .report.jsonout import to_json
+        print(json.dumps(to_json(report, compiled)))
+    elif not options.quiet:
+        from .report.text import to_text
+        sys.stdout.write(to_text(report, compiled, options.show))
+    return EXIT_OK if report.ok else EXIT_FAIL
+
+
+def _fail(e: PolymagicError, as_json: bool) -> int:
+    """Print a user-facing error; generated-code failures exit 1, user errors 2."""
+    msg = str(e)
+    code = EXIT_FAIL if isinstance(e, (EmulatorError, CompileError)) else EXIT_USAGE
+    if as_json:
+        print(json.dumps({"ok": False, "error": msg, "kind": type(e).__name__}))
+    print(f"polymagic: error: {msg}", file=sys.stderr)
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m polymagic`` and the ``polymagic`` script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in argv
+    try:
+        ns = make_cli_parser().parse_args(argv)
+        options = options_from_namespace(ns)
+        source = _read(ns.file)
+        if ns.command == "cuda":
+            return cmd_cuda(source, options)
+        return cmd_run(source, options)
+    except PolymagicError as e:
+        return _fail(e, as_json)
+    except KeyboardInterrupt:
+        print("polymagic: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""The ``%%polycuda`` cell magic (modelled on Cython's ``%%cython``).
+
+::
+
+    %load_ext polymagic
+
+    %%polycuda --size N=200
+    void gemm(int N, float A[N][N], float B[N][N], float C[N][N]) { ... }
+
+The cell holds one C function with affine loop nests.  The magic compiles it
+(polyhedral model -> GPU mapping -> CUDA), runs it on the GPU (or the CPU
+emulator), runs the original C on the CPU, compares, and displays a report.
+Arrays and scalars whose names match the function's parameters are taken from
+the notebook namespace (and written back when the check passes); missing ones
+are made up from ``--seed``.  Afterwards the function's name is bound to a
+callable that reruns the compiled kernels: ``gemm(A=A, B=B, C=C, N=200)``.
+
+Mistakes in the C or in the options are shown as one paragraph, without a
+traceback (IPython prints :class:`UsageError` that way).
+"""
+from __future__ import annotations
+
+import json
+import shlex
+
+from IPython.core.display_functions import display
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, magics_class
+
+from .errors import PolymagicError
+from .options import Options, make_parser, options_from_namespace
+
+
+def parse_line(line: str) -> Options:
+    """The magic's argument line -> :class:`Options` (same parser as the CLI)."""
+    try:
+        argv = shlex.split(line)
+    except ValueError as e:            # unbalanced quotes
+        raise UsageError(f"%%polycuda: cannot split the option line: {e}") from None
+    try:
+        return options_from_namespace(make_parser().parse_args(argv))
+    except PolymagicError as e:
+        raise UsageError(f"{e}\n{make_parser().format_usage().rstrip()}") from None
+
+
+def _wants_help(line: str) -> bool:
+    try:
+        return any(a in ("-h", "--help") for a in shlex.split(line))
+    except ValueError:
+        return False
+
+
+@magics_class
+class PolyMagics(Magics):
+    """Holds the ``%%polycuda`` magic; ``last`` keeps the latest (compiled, report)."""
+
+    last: tuple | None = None
+
+    @cell_magic
+    def polycuda(self, line: str, cell: str):
+        """Compile a C function with affine loops to CUDA, run it and check it.
+
+        Usage: %%polycuda [--size N=64,alpha=1.5] [--target gpu|emulator|openmp|auto]
+                          [--tile 32,32] [--block 32,8] [--show cuda,deps,...] ...
+        Run ``%%polycuda --help`` for every option.
+        """
+        if _wants_help(line):
+            print(make_parser().format_help())
+            return None
+        options = parse_line(line)
+        compiled, report = self._compile_and_run(cell, options)
+        self.last = (compiled, report)
+        self._bind_callable(compiled, options)
+        self._show(report, compiled, options)
+        return None
+
+    def _compile_and_run(self, cell: str, options: Options):
+        """Pipeline + runtime; user mistakes become a traceback-free UsageError."""
+        from .pipeline import compile_source
+        from .runtime.run import run
+        try:
+            compiled = compile_source(cell, options)
+            report = run(compiled, options, namespace=self.shell.user_ns)
+        except PolymagicError as e:
+            raise UsageError(str(e)) from None
+        return compiled, report
+
+    def _bind_callable(self, compiled, options: Options) -> None:
+        """Put ``<function name>(**arrays_and_sizes)`` into the user namespace."""
+        from .runtime.run import make_callable
+        try:
+            fn = make_callable(compiled, options)
+        except PolymagicError as e:
+            raise UsageError(str(e)) from None
+        self.shell.user_ns[compiled.scop.name] = fn
+
+    def _show(self, report, compiled, options: Options) -> None:
+        if options.quiet:
+            return
+        if options.json:
+            from .report.jsonout import to_json
+            print(json.dumps(to_json(report, compiled), indent=1))
+            return
+        from .report.html import HtmlReport
+        display(HtmlReport(report, compiled, options.show))
+
+
+PolyMagics.polycuda.__doc__ = (PolyMagics.polycuda.__doc__ or "") + "\n" + make_parser().format_help()

@@ -1,0 +1,126 @@
+"""Rich HTML report for notebooks.
+
+:class:`HtmlReport` has ``_repr_html_`` (notebooks) and ``__repr__`` (terminal
+IPython gets the plain-text report), so the magic can simply display it.  The
+HTML is self-contained: inline styles only, so it renders the same in Jupyter,
+JupyterLab, VS Code and exported HTML, without any CSS of ours being loaded.
+"""
+from __future__ import annotations
+
+from html import escape
+
+from . import fmt
+from .text import to_text
+from .views import View, views
+
+_OK = "#1a7f37"
+_BAD = "#cf222e"
+_MUTED = "#57606a"
+
+
+def _badge(report) -> str:
+    """Green OK / red MISMATCH pill."""
+    if report.ok:
+        label, color = ("OK" if report.checked else "NOT CHECKED"), (_OK if report.checked else _MUTED)
+    else:
+        label, color = "MISMATCH", _BAD
+    return (f'<span style="background:{color};color:white;font-weight:bold;'
+            f'padding:2px 8px;border-radius:10px;font-size:90%">{label}</span>')
+
+
+def _check_detail(report) -> str:
+    line = fmt.check_line(report)
+    return escape(line.split(": ", 2)[-1] if line.startswith("check: ") else line)
+
+
+def _times_table(report, compile_s) -> str:
+    rows = fmt.times(report, compile_s)
+    if report.target == "gpu" and fmt.speedup(report):
+        rows.append(("CPU / device", fmt.speedup(report)))
+    cells = "".join(
+        f'<tr><td style="text-align:left;padding:1px 12px 1px 0;color:{_MUTED}">{escape(k)}</td>'
+        f'<td style="text-align:right;padding:1px 0;font-family:monospace">{escape(v)}</td></tr>'
+        for k, v in rows)
+    return f'<table style="border-collapse:collapse;margin:4px 0;font-size:90%">{cells}</table>'
+
+
+def _per_array(report) -> str:
+    if report.ok or not report.per_array:
+        return ""
+    items = "".join(f"<li><code>{escape(str(n))}</code>: {escape(fmt.fields(i))}</li>"
+                    for n, i in report.per_array.items())
+    return f'<ul style="margin:2px 0 4px 16px;font-size:90%">{items}</ul>'
+
+
+def highlight(code: str, language: str) -> str:
+    """Syntax-highlighted ``<pre>`` with inline styles (pygments), or escaped text."""
+    try:
+        from pygments import highlight as _hl
+        from pygments.formatters import HtmlFormatter
+        from pygments.lexers import get_lexer_by_name
+        lexer = get_lexer_by_name(language if language != "text" else "text")
+        return _hl(code, lexer, HtmlFormatter(noclasses=True, nowrap=False,
+                                              style="default"))
+    except Exception:
+        return f"<pre>{escape(code)}</pre>"
+
+
+def _details(v: View, open_: bool) -> str:
+    return (f'<details{" open" if open_ else ""} style="margin:4px 0">'
+            f'<summary style="cursor:pointer;color:{_MUTED}">{escape(v.title)}</summary>'
+            f'<div style="max-height:480px;overflow:auto;font-size:85%">'
+            f'{highlight(v.text, v.language)}</div></details>')
+
+
+def to_html(report, compiled, show=()) -> str:
+    """The full HTML report.  The generated CUDA is always there, collapsed unless
+    ``--show cuda`` asked for it; other ``--show`` views follow, open."""
+    name = getattr(getattr(compiled, "scop", None), "name", "") or ""
+    summary = getattr(compiled, "summary", "") or ""
+    parts = [
+        '<div style="font-family:sans-serif;line-height:1.4">',
+        f'<div>{_badge(report)} <b>{escape(name)}</b> '
+        f'<span style="color:{_MUTED}">on {escape(report.target)}</span> '
+        f'&nbsp;{_check_detail(report)}</div>',
+        _per_array(report),
+        f'<div style="font-family:monospace;font-size:90%;margin:4px 0">{escape(summary)}</div>',
+        _times_table(report, getattr(compiled, "compile_s", None)),
+    ]
+    meta = []
+    if report.sizes:
+        meta.append(f"sizes: {fmt.sizes(report.sizes)}")
+    if report.target_note:
+        meta.append(f"target: {report.target} ({report.target_note})")
+    if report.wrote_back:
+        meta.append("wrote back: " + ", ".join(report.wrote_back))
+    meta.extend(f"note: {n}" for n in (getattr(compiled, "notes", None) or []))
+    if report.message:
+        meta.append(report.message)
+    if meta:
+        parts.append(f'<div style="color:{_MUTED};font-size:90%">'
+                     + "<br>".join(escape(m) for m in meta) + "</div>")
+    shown = list(show)
+    order = ["cuda"] + [s for s in shown if s != "cuda"]
+    for v in views(order, compiled):
+        parts.append(_details(v, open_=(v.name in shown)))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+class HtmlReport:
+    """A displayable report: HTML in notebooks, the text report in terminals."""
+
+    def __init__(self, report, compiled, show=()):
+        self.report = report
+        self.compiled = compiled
+        self.show = tuple(show)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.report.ok)
+
+    def _repr_html_(self) -> str:
+        return to_html(self.report, self.compiled, self.show)
+
+    def __repr__(self) -> str:
+        return to_text(self.report, self.compiled, self.show).rstrip("\n")

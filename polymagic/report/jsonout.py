@@ -1,0 +1,67 @@
+"""Machine-readable report (``--json``): one flat, JSON-safe dict.
+
+Scripts depend on these keys; add keys freely, never rename or remove one.
+Non-finite floats (nan, inf) become ``null`` so the output is strict JSON.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def clean(x: Any) -> Any:
+    """Recursively turn numpy scalars, tuples and non-finite floats into JSON values."""
+    if x is None or isinstance(x, (bool, str)):
+        return x
+    if isinstance(x, int):
+        return int(x)
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {str(k): clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, set)):
+        return [clean(v) for v in x]
+    item = getattr(x, "item", None)          # numpy scalar
+    if callable(item) and getattr(x, "shape", None) == ():
+        return clean(item())
+    tolist = getattr(x, "tolist", None)      # numpy array
+    if callable(tolist):
+        return clean(tolist())
+    return str(x)
+
+
+def _first_mismatch(first) -> dict | None:
+    if not first:
+        return None
+    return {"array": str(first[0]), "index": [int(i) for i in (first[1] or ())]}
+
+
+def to_json(report, compiled) -> dict:
+    """The report as a dict for ``json.dumps`` (keys documented in README.md)."""
+    program = getattr(compiled, "program", None)
+    kernels = getattr(program, "kernels", None) or {}
+    return clean({
+        "ok": bool(report.ok),
+        "function": getattr(getattr(compiled, "scop", None), "name", None),
+        "target": report.target,
+        "target_note": report.target_note,
+        "checked": bool(report.checked),
+        "max_abs_err": report.max_abs_err,
+        "max_rel_err": report.max_rel_err,
+        "mismatches": report.mismatches,
+        "first_mismatch": _first_mismatch(report.first_mismatch),
+        "kernels": report.launches,
+        "kernel_names": list(kernels),
+        "compile_s": getattr(compiled, "compile_s", None),
+        "cpu_s": report.cpu_s,
+        "device_s": report.device_s,
+        "h2d_s": report.h2d_s,
+        "d2h_s": report.d2h_s,
+        "sizes": report.sizes,
+        "summary": getattr(compiled, "summary", ""),
+        "notes": list(getattr(compiled, "notes", None) or []),
+        "per_array": report.per_array,
+        "counters": report.counters,
+        "wrote_back": report.wrote_back,
+        "message": report.message,
+    })

@@ -1,0 +1,53 @@
+"""Plain-text report: what the CLI prints and terminal IPython shows.
+
+Layout (one item per line)::
+
+    gemm: summary from the mapping stage
+    check: OK: matches the CPU reference (max abs err ..., max rel err ...)
+    times: compile ..., CPU reference ..., device kernels ..., H2D ..., D2H ...
+    sizes: N=200
+    target: emulator: no GPU found, ...
+
+followed by the ``--show`` views, each under a ``==== title ====`` rule.
+"""
+from __future__ import annotations
+
+from . import fmt
+from .views import views
+
+
+def header_lines(report, compiled) -> list[str]:
+    """Summary, verdict, times, sizes, target: the report without extra views."""
+    name = getattr(getattr(compiled, "scop", None), "name", "") or ""
+    summary = getattr(compiled, "summary", "") or ""
+    lines = [f"{name}: {summary}" if name else summary]
+    lines.append(fmt.check_line(report))
+    if not report.ok:
+        lines.extend(f"  {name}: {fmt.fields(info)}" for name, info in (report.per_array or {}).items())
+    rows = fmt.times(report, getattr(compiled, "compile_s", None))
+    lines.append("times: " + " | ".join(f"{k} {v}" for k, v in rows))
+    if report.target == "gpu" and fmt.speedup(report):
+        lines.append(f"speedup: CPU reference / device kernels = {fmt.speedup(report)}")
+    if report.sizes:
+        lines.append(f"sizes: {fmt.sizes(report.sizes)}")
+    target = f"target: {report.target}"
+    if report.target_note:
+        target += f" ({report.target_note})"
+    lines.append(target)
+    if report.wrote_back:
+        lines.append("wrote back: " + ", ".join(report.wrote_back))
+    for note in getattr(compiled, "notes", None) or []:
+        lines.append(f"note: {note}")
+    if report.message:
+        lines.append(report.message)
+    return lines
+
+
+def to_text(report, compiled, show=()) -> str:
+    """The full plain-text report, with the views named in ``show``."""
+    lines = header_lines(report, compiled)
+    for v in views(show, compiled):
+        lines.append("")
+        lines.append(f"==== {v.title} ====")
+        lines.append(v.text)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,115 @@
+"""The extra views that ``--show`` asks for (cuda, deps, schedule, kir, host,
+emulator, scop), as plain text with a language tag for syntax highlighting.
+
+Each view is computed lazily from a ``Compiled`` bundle; a view that fails (a stage
+that lacks a printer yet) becomes a one-line note instead of breaking the report.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass
+class View:
+    name: str        # the --show word
+    title: str       # heading in the report
+    text: str        # the content
+    language: str    # pygments lexer alias: 'cuda', 'c', 'python', 'text'
+
+
+def _describe(obj) -> str:
+    """``obj.describe()`` when the stage provides one, else ``str(obj)``."""
+    describe = getattr(obj, "describe", None)
+    if callable(describe):
+        return describe()
+    return str(obj)
+
+
+def _cuda(compiled) -> str:
+    return compiled.cuda
+
+
+def _deps(compiled) -> str:
+    return _describe(compiled.deps)
+
+
+def _schedule(compiled) -> str:
+    sched = compiled.schedule
+    if callable(getattr(sched, "describe", None)):
+        return sched.describe()
+    tree = getattr(sched, "tree", None) or getattr(sched, "schedule", None)
+    text = str(tree if tree is not None else sched)
+    notes = getattr(sched, "notes", None)
+    if notes:
+        text += "\n" + "\n".join(f"note: {n}" for n in notes)
+    return text
+
+
+def _kir(compiled) -> str:
+    try:
+        from .. import kir
+        dump = getattr(kir, "dump", None) or getattr(kir, "format_program", None)
+        if callable(dump):
+            return dump(compiled.program)
+    except ImportError:
+        pass
+    return _describe(compiled.program)
+
+
+def _host(compiled) -> str:
+    return compiled.host_py
+
+
+def _emulator(compiled) -> str:
+    from ..codegen.emulator import print_emulator_c
+    return print_emulator_c(compiled.program)
+
+
+def _scop(compiled) -> str:
+    """Statements with their iteration domains and accesses: the polyhedral model."""
+    scop = compiled.scop
+    lines = [f"function {scop.name}({', '.join(p.name for p in scop.params)})",
+             f"context: {scop.context}"]
+    for a in scop.arrays.values():
+        shape = "".join(f"[{e}]" for e in a.shape)
+        lines.append(f"array {a.ctype} {a.name}{shape} ({a.kind})")
+    for s in scop.statements:
+        lines.append("")
+        lines.append(f"{s.name} (line {s.line}): {s.text.strip()}")
+        lines.append(f"  domain: {s.domain}")
+        for acc in s.accesses:
+            lines.append(f"  {'write' if acc.is_write else 'read '}: {acc.relation}")
+    lines.append("")
+    lines.append(f"original schedule: {scop.schedule}")
+    return "\n".join(lines)
+
+
+_VIEWS: dict[str, tuple[str, str, Callable]] = {
+    "cuda": ("Generated CUDA", "cuda", _cuda),
+    "deps": ("Dependences", "text", _deps),
+    "schedule": ("Schedule", "text", _schedule),
+    "kir": ("Kernel IR", "text", _kir),
+    "host": ("Host driver (Python)", "python", _host),
+    "emulator": ("Emulator C", "c", _emulator),
+    "scop": ("Polyhedral model (SCoP)", "text", _scop),
+}
+
+
+def view(name: str, compiled) -> View:
+    """One ``--show`` view; a failure to produce it is reported inside the view."""
+    title, language, make = _VIEWS[name]
+    try:
+        text = make(compiled)
+    except Exception as e:  # a missing printer must not hide the rest of the report
+        text, language = f"({name} view unavailable: {type(e).__name__}: {e})", "text"
+    return View(name, title, text.rstrip("\n"), language)
+
+
+def views(names, compiled) -> list[View]:
+    """The requested views in the order asked, each once."""
+    seen: list[str] = []
+    for n in names:
+        if n in _VIEWS and n not in seen:
+            seen.append(n)
+    return [view(n, compiled) for n in seen]
