@@ -1,0 +1,414 @@
+"""Mapping: schedule tree -> tiles, thread blocks, threads, host loops -> Kernel IR.
+
+Baseline mapping (seed 004 §4.1, PPCG's single-schedule mapping that seed 003 §4
+improves on):
+
+* The schedule tree is walked from the root.  A band whose leading members are
+  coincident (parallel) becomes a kernel: its first ``m <= 3`` coincident members
+  are tiled (tile sizes ``T``); the tile loops map to ``blockIdx`` (one block per
+  tile, ``b = tile - tile_min``) and the point loops to ``threadIdx`` with a cyclic
+  distribution (``point ≡ t (mod B)``, seed 004 Fig. 9), the innermost mapped
+  member to ``x``.  Remaining band members and everything below run sequentially
+  inside each thread.
+* A band with no parallel leading member that encloses parallel work becomes host
+  loops (e.g. time loops): the kernel(s) below are launched once per iteration.
+* A subtree without any parallelism becomes a one-thread kernel, so every
+  statement runs.
+
+The mapping is expressed *in isl*: block and thread ids are parameters
+(``pm_bx``, ``pm_tx``, ...) constrained by filter nodes, so isl's AST generator
+produces the guards and strided loops and handles degenerate dimensions.  Mark
+nodes delimit kernels; the AST is then lowered to :mod:`polymagic.kir`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from . import kir
+from .errors import OptionsError, PolymagicError
+from .expr import Binary, Call, Expr, Int, Var, substitute_assign
+from .expr import walk as walk_expr
+from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
+from .options import Options
+from .schedule import ScheduleResult
+from .scop import Scop
+
+DEFAULT_TILES = {1: (256,), 2: (32, 32), 3: (4, 8, 32)}
+DEFAULT_BLOCKS = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
+MARK_PREFIX = "pm_kernel"
+_ALL_IDS = list(kir.THREAD_IDS.values()) + list(kir.BLOCK_IDS.values())
+
+
+@dataclass
+class MappedMember:
+    """One band member mapped to a block and thread axis."""
+    axis: str                 # 'x', 'y' or 'z'
+    tile: int                 # tile size T
+    threads: int              # threads along this axis B (≤ T)
+    loop: str                 # the member as an expression of source iterators, e.g. 'i'
+    tile_min: isl.PwAff       # smallest tile index (parameters only)
+    tile_max: isl.PwAff
+
+
+@dataclass
+class KernelPlan:
+    name: str
+    members: list[MappedMember]          # outermost first; empty for one-thread kernels
+    sequential: list[str] = field(default_factory=list)   # unmapped band members
+    statements: list[str] = field(default_factory=list)
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        b = {m.axis: m.threads for m in self.members}
+        return (b.get("x", 1), b.get("y", 1), b.get("z", 1))
+
+
+@dataclass
+class MappingResult:
+    schedule: isl.Schedule               # the mapped schedule tree (tiled, marked)
+    plans: dict[str, KernelPlan]
+    host_loops: list[str]
+
+
+# ---- schedule tree transformation ---------------------------------------------------
+
+def _leading_coincident(node: isl.ScheduleNode) -> int:
+    k = 0
+    while k < node.band_n_member() and node.band_member_get_coincident(k):
+        k += 1
+    return k
+
+
+def _has_parallelism(node: isl.ScheduleNode) -> bool:
+    found = []
+
+    def visit(n: isl.ScheduleNode) -> bool:
+        if n.get_type() == isl.schedule_node_type.band and _leading_coincident(n) > 0:
+            found.append(True)
+            return False
+        return True
+    node.foreach_descendant_top_down(visit)
+    return bool(found)
+
+
+def _member_text(mupa: isl.MultiUnionPwAff, i: int) -> str:
+    """A band member as source text, e.g. 'i' or 'i + j' (first statement's piece)."""
+    upa = mupa.get_at(i)
+    texts: list[str] = []
+
+    def piece(pa: isl.PwAff):
+        s = pa.to_str()
+        if "[(" in s:
+            texts.append(s[s.index("[(") + 2: s.rindex(")]")])
+    upa.foreach_pw_aff(piece)
+    uniq = sorted(set(texts))
+    return uniq[0] if len(uniq) == 1 else "/".join(uniq) if uniq else "?"
+
+
+def _statements(node: isl.ScheduleNode) -> list[str]:
+    names: list[str] = []
+    node.get_domain().foreach_set(lambda s: names.append(s.get_tuple_name()))
+    return sorted(names, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
+
+
+class _Mapper:
+    def __init__(self, scop: Scop, options: Options):
+        self.scop = scop
+        self.options = options
+        self.plans: dict[str, KernelPlan] = {}
+        self.host_loops: list[str] = []
+
+    def new_name(self) -> str:
+        return f"{MARK_PREFIX}{len(self.plans)}"
+
+    def visit(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
+        t = node.get_type()
+        if t == isl.schedule_node_type.band:
+            if _leading_coincident(node) > 0:
+                return self.parallel_kernel(node)
+            if not _has_parallelism(node):
+                return self.single_kernel(node)
+            if node.band_n_member() > 1:
+                node = node.band_split(1)
+            self.host_loops.append(_member_text(node.band_get_partial_schedule(), 0))
+            return self.visit(node.child(0)).parent()
+        if t == isl.schedule_node_type.leaf:
+            return self.single_kernel(node)
+        if t in (isl.schedule_node_type.sequence, isl.schedule_node_type.set):
+            for i in range(node.n_children()):
+                node = self.visit(node.child(i)).parent()
+            return node
+        if node.n_children() == 0:
+            return node
+        if not _has_parallelism(node) and t == isl.schedule_node_type.filter:
+            return self.visit(node.child(0)).parent()
+        return self.visit(node.child(0)).parent()
+
+    def single_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
+        name = self.new_name()
+        seq = []
+        if node.get_type() == isl.schedule_node_type.band:
+            mupa = node.band_get_partial_schedule()
+            seq = [_member_text(mupa, i) for i in range(node.band_n_member())]
+        self.plans[name] = KernelPlan(name, [], seq, _statements(node))
+        return node.insert_mark(isl.Id(name))
+
+    def tile_sizes(self, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """Tile sizes (outermost member first) and threads per member (outermost first)."""
+        tiles = list(self.options.tile or DEFAULT_TILES[m])
+        tiles = (tiles + list(DEFAULT_TILES[m]))[:m] if len(tiles) < m else tiles[:m]
+        blk_xyz = list(self.options.block or DEFAULT_BLOCKS[m])
+        blk_xyz = (blk_xyz + [1, 1, 1])[:3]
+        # axis of member j (outermost first): innermost member -> x
+        threads = [min(blk_xyz[m - 1 - j], tiles[j]) for j in range(m)]
+        return tuple(tiles), tuple(threads)
+
+    def parallel_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
+        name = self.new_name()
+        n = node.band_n_member()
+        m = min(_leading_coincident(node), 3)
+        full = node.band_get_partial_schedule()
+        seq = [_member_text(full, i) for i in range(m, n)]
+        if n > m:
+            node = node.band_split(m)
+        tiles, threads = self.tile_sizes(m)
+        space = node.band_get_space()
+        node = node.band_tile(isl.MultiVal.from_val_list(space, _val_list(tiles)))
+        domain = node.get_domain()
+        tile_sched = node.band_get_partial_schedule()
+        point_sched = node.child(0).band_get_partial_schedule()
+        rng = isl.Set.from_union_set(
+            isl.UnionMap.from_multi_union_pw_aff(tile_sched).intersect_domain(domain).range()
+        ).intersect_params(self.scop.context)
+        members: list[MappedMember] = []
+        filt = domain
+        ctx_constraints = []
+        for j in range(m):
+            axis = "xyz"[m - 1 - j]
+            tmin = rng.dim_min(j).coalesce()
+            tmax = rng.dim_max(j).coalesce()
+            members.append(MappedMember(axis, tiles[j], threads[j], _member_text(full, j),
+                                        tmin, tmax))
+            b = isl.UnionPwAff.param_on_domain_id(domain, _param_id(kir.BLOCK_IDS[axis]))
+            t = isl.UnionPwAff.param_on_domain_id(domain, _param_id(kir.THREAD_IDS[axis]))
+            tile_j = tile_sched.get_at(j)
+            offset = isl.UnionPwAff.pw_aff_on_domain(domain, tmin)
+            filt = filt.intersect(tile_j.sub(offset).sub(b).zero_union_set())
+            point_j = point_sched.get_at(j)
+            if threads[j] == tiles[j]:
+                filt = filt.intersect(point_j.sub(t).zero_union_set())
+            else:
+                filt = filt.intersect(point_j.sub(t).mod_val(isl.Val(threads[j])).zero_union_set())
+            ctx_constraints.append(f"0 <= {kir.THREAD_IDS[axis]} < {threads[j]}")
+            ctx_constraints.append(f"{kir.BLOCK_IDS[axis]} >= 0")
+        bounds = isl.Set(f"[{', '.join(_ALL_IDS)}] -> {{ : {' and '.join(ctx_constraints)} }}")
+        node = node.insert_filter(filt.intersect_params(bounds))
+        self.plans[name] = KernelPlan(name, members, seq, _statements(node))
+        return node.insert_mark(isl.Id(name))
+
+
+def _param_id(name: str) -> isl.Id:
+    """The isl id that parsing ``name`` as a parameter gives (plain ``isl.Id(name)``
+    from Python carries a user pointer and would be a different parameter)."""
+    return isl.Set(f"[{name}] -> {{ : }}").get_space().get_dim_id(isl.dim_type.param, 0)
+
+
+def _val_list(vals) -> isl.ValList:
+    lst = isl.ValList.alloc(isl.DEFAULT_CONTEXT, len(vals))
+    for v in vals:
+        lst = lst.add(isl.Val(v))
+    return lst
+
+
+def map_schedule(scop: Scop, sched: ScheduleResult, options: Options) -> MappingResult:
+    """Tile and mark the schedule tree; return it with one plan per kernel."""
+    for name, vals in (("--tile", options.tile or ()), ("--block", options.block or ())):
+        if any(v <= 0 for v in vals):
+            raise OptionsError(f"{name} sizes must be positive")
+    mapper = _Mapper(scop, options)
+    root = sched.schedule.align_params(_mapped_param_space(scop)).get_root()
+    node = mapper.visit(root.child(0)) if root.n_children() else root
+    return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops)
+
+
+def _mapped_param_space(scop: Scop) -> isl.Space:
+    """Parameter space of the size parameters plus every block/thread id."""
+    names = scop.size_params + _ALL_IDS
+    return isl.Set(f"[{', '.join(names)}] -> {{ : }}").get_space()
+
+
+# ---- AST -> Kernel IR ------------------------------------------------------------
+
+class _Lowerer:
+    """Translates isl's AST of the mapped schedule into a :class:`kir.Program`."""
+
+    def __init__(self, scop: Scop, mapping: MappingResult):
+        self.scop = scop
+        self.mapping = mapping
+        self.kernels: dict[str, kir.Kernel] = {}
+        self.host_vars: list[str] = []
+        self.guards: list[list[Expr]] = []
+
+    def block(self, node: isl.AstNode, in_kernel: bool) -> list[kir.Stmt]:
+        t = node.get_type()
+        if t == isl.ast_node_type.block:
+            out: list[kir.Stmt] = []
+            children = node.block_get_children()
+            for i in range(children.n_ast_node()):
+                out.extend(self.block(children.get_at(i), in_kernel))
+            return out
+        if t == isl.ast_node_type.for_:
+            return [self.loop(node, in_kernel)]
+        if t == isl.ast_node_type.if_:
+            cond = ast_expr_to_expr(node.if_get_cond())
+            if not in_kernel:
+                return self.host_if(node, cond)
+            then = self.block(node.if_get_then_node(), in_kernel)
+            orelse = self.block(node.if_get_else_node(), in_kernel) if node.if_has_else_node() else []
+            return [kir.If(cond, then, orelse)]
+        if t == isl.ast_node_type.mark:
+            name = node.mark_get_id().get_name()
+            if in_kernel or not name.startswith(MARK_PREFIX):
+                return self.block(node.mark_get_node(), in_kernel)
+            return [self.launch(name, node.mark_get_node())]
+        if t == isl.ast_node_type.user:
+            if not in_kernel:
+                raise PolymagicError("internal: statement outside any kernel")
+            return [self.compute(node.user_get_expr())]
+        raise PolymagicError(f"internal: unexpected AST node type {t}")
+
+    def host_if(self, node: isl.AstNode, cond: Expr) -> list[kir.Stmt]:
+        """isl hoists conditions on block/thread ids above the kernel mark; such
+        conjuncts are pushed into the kernels below as per-thread guards."""
+        host_part, kernel_part = [], []
+        for c in _conjuncts(cond):
+            (kernel_part if _mentions_mapped_ids(c) else host_part).append(c)
+        if kernel_part and node.if_has_else_node():
+            raise PolymagicError("internal: guard on thread ids with an else branch")
+        self.guards.append(kernel_part)
+        then = self.block(node.if_get_then_node(), False)
+        self.guards.pop()
+        orelse = self.block(node.if_get_else_node(), False) if node.if_has_else_node() else []
+        if not host_part:
+            return then
+        return [kir.If(_conjoin(host_part), then, orelse)]
+
+    def loop(self, node: isl.AstNode, in_kernel: bool) -> kir.Stmt:
+        var = node.for_get_iterator().get_id().get_name()
+        init = ast_expr_to_expr(node.for_get_init())
+        if not in_kernel:
+            self.host_vars.append(var)
+        body = self.block(node.for_get_body(), in_kernel)
+        if node.for_is_degenerate():
+            return kir.If(Int(1), [kir.Let(var, init)] + body)
+        cond = node.for_get_cond()
+        upper = _upper_bound(cond, var)
+        step = val_to_int(node.for_get_inc().get_val())
+        return kir.Loop(var, init, upper, step, body)
+
+    def compute(self, call: isl.AstExpr) -> kir.Compute:
+        name = call.get_op_arg(0).get_id().get_name()
+        stmt = self.scop.statement(name)
+        args = [ast_expr_to_expr(call.get_op_arg(i + 1)) for i in range(call.get_op_n_arg() - 1)]
+        return kir.Compute(name, substitute_assign(stmt.body, dict(zip(stmt.iterators, args))))
+
+    def launch(self, name: str, body_node: isl.AstNode) -> kir.Launch:
+        plan = self.mapping.plans[name]
+        body = self.block(body_node, True)
+        guard = [c for g in self.guards for c in g]
+        if guard:
+            body = [kir.If(_conjoin(guard), body)]
+        kname = f"kernel{len(self.kernels)}"
+        used = kir.used_vars(body)
+        defined = {s.var for s in kir.walk(body) if isinstance(s, (kir.Loop, kir.Let))}
+        arrays = [a for a in self.scop.arrays if a in used]
+        scalars = [p.name for p in self.scop.scalar_params if p.name in used]
+        ints = [p for p in self.scop.size_params if p in used] + \
+               [v for v in self.host_vars if v in used and v not in defined]
+        grid = [Int(1), Int(1), Int(1)]
+        for mm in plan.members:
+            extent = mm.tile_max.sub(mm.tile_min).add_constant_val(isl.Val(1))
+            grid["xyz".index(mm.axis)] = Call("max", (Int(1), pw_aff_to_expr(extent.coalesce())))
+        self.kernels[kname] = kir.Kernel(kname, body, plan.block, arrays, scalars, ints,
+                                         summary=_plan_summary(kname, plan))
+        return kir.Launch(kname, tuple(grid))
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, Binary) and e.op == "&&":
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
+
+
+def _conjoin(es: list[Expr]) -> Expr:
+    out = es[0]
+    for e in es[1:]:
+        out = Binary("&&", out, e)
+    return out
+
+
+def _mentions_mapped_ids(e: Expr) -> bool:
+    return any(isinstance(x, Var) and x.name in kir.MAPPED_IDS for x in walk_expr(e))
+
+
+def _upper_bound(cond: isl.AstExpr, var: str) -> Expr:
+    """Inclusive upper bound from an isl loop condition ``var <= e`` or ``var < e``."""
+    op = cond.get_op_type()
+    lhs = ast_expr_to_expr(cond.get_op_arg(0))
+    rhs = ast_expr_to_expr(cond.get_op_arg(1))
+    if lhs != Var(var):
+        raise PolymagicError(f"internal: unexpected loop condition {cond.to_C_str()}")
+    if op == isl.ast_expr_op_type.le:
+        return rhs
+    if op == isl.ast_expr_op_type.lt:
+        return Binary("-", rhs, Int(1))
+    raise PolymagicError(f"internal: unexpected loop condition {cond.to_C_str()}")
+
+
+def _plan_summary(kname: str, plan: KernelPlan) -> str:
+    stmts = ",".join(plan.statements)
+    if not plan.members:
+        return f"{kname} [{stmts}]: one thread" + (
+            f" (sequential: {', '.join(plan.sequential)})" if plan.sequential else "")
+    parts = [f"{mm.loop}→block.{mm.axis}/thread.{mm.axis} (tile {mm.tile}, {mm.threads} threads)"
+             for mm in plan.members]
+    seq = f"; sequential in thread: {', '.join(plan.sequential)}" if plan.sequential else ""
+    return f"{kname} [{stmts}]: " + ", ".join(parts) + seq
+
+
+def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
+    """Generate isl's AST for the mapped schedule and lower it to the Kernel IR."""
+    ctx = scop.context.get_ctx()
+    ids_ctx = isl.Set(f"[{', '.join(_ALL_IDS)}] -> {{ : "
+                      + " and ".join(f"0 <= {v} < 1024" for v in kir.THREAD_IDS.values())
+                      + " and " + " and ".join(f"{v} >= 0" for v in kir.BLOCK_IDS.values())
+                      + " }")
+    space = mapping.schedule.get_domain().get_space()
+    build = isl.AstBuild.from_context(
+        scop.context.align_params(space).intersect_params(ids_ctx.align_params(space)))
+    depth = 64
+    ids = isl.IdList.alloc(ctx, depth)
+    for i in range(depth):
+        ids = ids.add(isl.Id(f"pm_c{i}"))
+    build = build.set_iterators(ids)
+    ast = build.node_from_schedule(mapping.schedule)
+    low = _Lowerer(scop, mapping)
+    host = low.block(ast, False)
+    arrays = {n: kir.ArrayDecl(n, a.ctype, a.shape, kind=a.kind) for n, a in scop.arrays.items()}
+    scalars = {p.name: p.ctype for p in scop.scalar_params}
+    return kir.Program(scop.name, arrays, scop.size_params, scalars, host, low.kernels)
+
+
+def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
+               ) -> tuple[kir.Program, str, list[str]]:
+    """Schedule -> Program, plus a one-line summary and notes for the report."""
+    mapping = map_schedule(scop, sched, options)
+    program = lower(scop, mapping)
+    launches = program.launches()
+    host = f"host loops: {', '.join(mapping.host_loops)}; " if mapping.host_loops else ""
+    blocks = "; ".join(k.summary + f", block {k.block[0]}x{k.block[1]}x{k.block[2]}"
+                       for k in program.kernels.values())
+    summary = f"{host}{len(program.kernels)} kernel(s), {len(launches)} launch site(s): {blocks}"
+    return program, summary, []
