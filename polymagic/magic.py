@@ -40,7 +40,7 @@ def parse_line(line: str) -> Options:
     try:
         return options_from_namespace(make_parser().parse_args(argv))
     except PolymagicError as e:
-        raise UsageError(f"{e}\n{make_parser().format_usage().rstrip()}") from None
+        raise UsageError(f"{e} (`%%polycuda --help` lists the options)") from None
 
 
 def _wants_help(line: str) -> bool:
