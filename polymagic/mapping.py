@@ -104,6 +104,8 @@ def _member_text(mupa: isl.MultiUnionPwAff, i: int) -> str:
             texts.append(s[s.index("[(") + 2: s.rindex(")]")])
     upa.foreach_pw_aff(piece)
     uniq = sorted(set(texts))
+    if len(uniq) > 1:
+        uniq = [u for u in uniq if not u.lstrip("-").isdigit()] or uniq
     return uniq[0] if len(uniq) == 1 else "/".join(uniq) if uniq else "?"
 
 
@@ -317,11 +319,14 @@ class _Lowerer:
     def launch(self, name: str, body_node: isl.AstNode) -> kir.Launch:
         plan = self.mapping.plans[name]
         body = self.block(body_node, True)
-        guard = [c for g in self.guards for c in g]
+        guard = [c for g in self.guards for c in g if not _implied_by_block(c, plan.block)]
         if guard:
             body = [kir.If(_conjoin(guard), body)]
         kname = f"kernel{len(self.kernels)}"
         used = kir.used_vars(body)
+        for a in [a for a in self.scop.arrays if a in used]:
+            for ext in self.scop.arrays[a].shape[1:]:      # printed into linearised subscripts
+                used |= {x.name for x in walk_expr(ext) if isinstance(x, Var)}
         defined = {s.var for s in kir.walk(body) if isinstance(s, (kir.Loop, kir.Let))}
         arrays = [a for a in self.scop.arrays if a in used]
         scalars = [p.name for p in self.scop.scalar_params if p.name in used]
@@ -347,6 +352,17 @@ def _conjoin(es: list[Expr]) -> Expr:
     for e in es[1:]:
         out = Binary("&&", out, e)
     return out
+
+
+def _implied_by_block(c: Expr, block: tuple[int, int, int]) -> bool:
+    """``pm_tx <= c`` with c ≥ blockDim.x - 1, or ``pm_tx >= 0``: always true."""
+    if isinstance(c, Binary) and isinstance(c.a, Var) and isinstance(c.b, Int):
+        ids = {v: block["xyz".index(a)] for a, v in kir.THREAD_IDS.items()}
+        if c.a.name in ids and c.op == "<=" and c.b.value >= ids[c.a.name] - 1:
+            return True
+        if c.a.name in kir.MAPPED_IDS and c.op == ">=" and c.b.value <= 0:
+            return True
+    return False
 
 
 def _mentions_mapped_ids(e: Expr) -> bool:

@@ -1,0 +1,46 @@
+"""CUDA printer: every kernel of a :class:`kir.Program` as ``extern "C" __global__``.
+
+Thread-centric code as in seed 004 §4.3: each thread runs the kernel body with its
+own ``threadIdx``/``blockIdx``; point loops are already cyclic in the KIR
+(``for (c = threadIdx.y; c <= ...; c += 8)``, seed 004 Fig. 9).  Global arrays are
+linearised with their strides; size parameters and host loop variables are ``int``
+arguments, scalars keep their C type.
+"""
+from __future__ import annotations
+
+from .. import kir
+from .c_like import PRELUDE_MACROS, CLikePrinter, kernel_params
+
+
+class CudaPrinter(CLikePrinter):
+    shared_qualifier = "__shared__ "
+    barrier_text = "__syncthreads();"
+
+    def mapped_id(self, name: str) -> str:
+        # signed: isl's bounds subtract from ids (``N - 32 * blockIdx.y - 1``)
+        return f"((int){kir.MAPPED_IDS[name]})"
+
+
+def kernel_signature(program: kir.Program, kernel: kir.Kernel) -> str:
+    params = []
+    for p in kernel_params(program, kernel):
+        if p.kind == "array":
+            params.append(f"{p.ctype} *__restrict__ {p.name}")
+        else:
+            params.append(f"{p.ctype} {p.name}")
+    bx, by, bz = kernel.block
+    return (f'extern "C" __global__ void __launch_bounds__({bx * by * bz}) '
+            f'{kernel.name}({", ".join(params)})')
+
+
+def print_kernel(program: kir.Program, kernel: kir.Kernel) -> str:
+    pr = CudaPrinter(program, kernel)
+    head = f"/* {kernel.summary} */\n" if kernel.summary else ""
+    return f"{head}{kernel_signature(program, kernel)}\n{{\n{pr.print_kernel_body(1)}}}\n"
+
+
+def print_cuda(program: kir.Program) -> str:
+    """The CUDA translation unit holding every kernel of ``program``."""
+    parts = [f"/* polymagic: CUDA kernels for {program.name} */", PRELUDE_MACROS]
+    parts += [print_kernel(program, k) for k in program.kernels.values()]
+    return "\n".join(parts)
