@@ -1,0 +1,631 @@
+"""Run a compiled function on a device target and check it against the CPU reference.
+
+Used by the ``%%polycuda`` magic, the command line and the Python callable that
+the magic binds.  One run:
+
+1. **Inputs** (:func:`prepare_inputs`).  Arrays named like the C parameters come
+   from the namespace (the notebook's variables) or from ``--inputs FILE.npz``
+   (which wins over the namespace); their dtype must equal the C element type and
+   their shape the declared extents.  Size parameters come from ``--size``, else
+   from the shapes of the given arrays (extents that are a plain size parameter),
+   all of which must agree.  Arrays nobody gave are seeded random: floats uniform
+   in [0.5, 1.5) — away from zero, so divisions and LU-like kernels stay well
+   conditioned and relative errors stay meaningful — and ints in [0, 10).  Each
+   random array or scalar depends only on the seed and its name (its own stream),
+   so giving one array never changes the values of another.  Scalars come from
+   ``--size``, else a number of the same name in the namespace, else random.
+2. **Device** (the target): GPU through CuPy, the race-hunting emulator, or the
+   emulator's OpenMP build, always on copies.
+3. **Reference**: the user's own C compiled by the system compiler, on separate
+   copies of the same inputs (skipped with ``--no-check``).
+4. **Compare** every parameter array the function writes, with tolerances suited
+   to the dtype (:data:`TOLERANCES`; ints exactly; NaN equals NaN).
+5. **Write back**: only when the comparison passed (or was skipped) are the device
+   results copied into the caller's arrays, in place; a failed check or any
+   exception leaves them untouched.
+"""
+from __future__ import annotations
+
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from ..errors import DeviceError, InputError
+from ..expr import Var, evaluate
+from ..options import Options
+from ..scop import DTYPES, Param, Scop
+
+#: dtype -> (rtol, atol as a fraction of max |reference|)
+TOLERANCES = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12)}
+
+RANDOM_FLOAT = (0.5, 1.5)    # [low, high) of random float arrays and scalars
+RANDOM_INT = (0, 10)         # [low, high) of random int arrays
+INT32 = (-2**31, 2**31 - 1)
+
+
+# ---- the report ----------------------------------------------------------------
+
+@dataclass
+class RunReport:
+    ok: bool
+    target: str                    # 'gpu' | 'emulator' | 'openmp'
+    target_note: str               # why this target, e.g. "no GPU visible to CuPy: ran the emulator"
+    checked: bool                  # compared with the CPU reference
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0       # over elements whose reference is non-zero
+    mismatches: int = 0
+    first_mismatch: tuple[str, tuple[int, ...]] | None = None   # (array, index)
+    per_array: dict[str, dict] = field(default_factory=dict)
+    cpu_s: float = 0.0
+    device_s: float = 0.0
+    h2d_s: float = 0.0
+    d2h_s: float = 0.0
+    launches: int = 0
+    counters: dict = field(default_factory=dict)   # emulator: loads/stores per kernel + totals
+    sizes: dict = field(default_factory=dict)      # size parameters and scalars used
+    wrote_back: list[str] = field(default_factory=list)
+    message: str = ""
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# ---- inputs --------------------------------------------------------------------
+
+@dataclass
+class Inputs:
+    """Everything one run needs, plus where it came from."""
+    args: dict[str, object]                  # every C parameter: arrays, ints, floats
+    user_arrays: dict[str, np.ndarray]       # caller's arrays (results go back here)
+    origin: dict[str, str]                   # name -> 'namespace' | 'inputs' | 'random' | ...
+    notes: list[str] = field(default_factory=list)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {k: v for k, v in self.args.items() if isinstance(v, np.ndarray)}
+
+
+def prepare_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
+                   ) -> dict[str, object]:
+    """Every C parameter's value by name (see the module docstring for the rules).
+
+    Raises InputError when given arrays do not fit the declaration, overlap, or
+    when a size parameter has no value."""
+    return gather_inputs(scop, options, namespace).args
+
+
+def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None,
+                  defaults: Mapping | None = None, where: str = "the namespace") -> Inputs:
+    """:func:`prepare_inputs` with provenance.  ``defaults`` supplies size and
+    scalar values used only when neither ``options.sizes`` nor the arrays give one
+    (the callable falls back on the cell's ``--size`` this way)."""
+    namespace = namespace if namespace is not None else {}
+    _check_value_names(scop, options.sizes)
+    notes: list[str] = []
+    given, origin = _given_arrays(scop, options, namespace, notes, where)
+    _check_overlap(given)
+    sizes = _sizes(scop, options.sizes, given, defaults or {})
+    shapes = _shapes(scop, sizes)
+    for name, a in given.items():
+        _check_shape(name, a, shapes[name])
+    user = {n: a for n, a in given.items() if origin[n] == "namespace"}
+    _check_writeable(scop, user)
+    args: dict[str, object] = {}
+    for p in scop.params:
+        if p.kind == "size":
+            args[p.name] = sizes[p.name]
+        elif p.kind == "scalar":
+            args[p.name], origin[p.name] = _scalar(p, options, namespace, defaults or {},
+                                                   notes)
+        elif p.name in given:
+            args[p.name] = _contiguous(p.name, given[p.name], notes)
+        else:
+            args[p.name] = random_array(p.name, shapes[p.name], scop.arrays[p.name].dtype,
+                                        options.seed)
+            origin[p.name] = "random"
+    return Inputs(args, user, origin, notes)
+
+
+def _check_value_names(scop: Scop, values: Mapping) -> None:
+    """``--size`` may only name size parameters and scalars."""
+    ok = {p.name for p in scop.params if p.kind in ("size", "scalar")}
+    bad = [k for k in values if k not in ok]
+    if bad:
+        raise InputError(f"--size names {', '.join(bad)}, which "
+                         f"{'is' if len(bad) == 1 else 'are'} not a size parameter or scalar "
+                         f"of {scop.name} (those are: {', '.join(sorted(ok)) or 'none'})")
+
+
+def _given_arrays(scop: Scop, options: Options, namespace: Mapping, notes: list[str],
+                  where: str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Arrays the user supplied (namespace, then --inputs overriding), type-checked."""
+    given: dict[str, np.ndarray] = {}
+    origin: dict[str, str] = {}
+    for p in scop.array_params:
+        if p.name in namespace:
+            given[p.name] = _check_array(scop, p, namespace[p.name], where)
+            origin[p.name] = "namespace"
+    if options.inputs:
+        for name, a in _load_npz(scop, options.inputs).items():
+            if name in given:
+                notes.append(f"{name} taken from {options.inputs}, not from {where}")
+            given[name] = _check_array(scop, scop_param(scop, name), a, options.inputs)
+            origin[name] = "inputs"
+    return given, origin
+
+
+def scop_param(scop: Scop, name: str) -> Param:
+    return next(p for p in scop.params if p.name == name)
+
+
+def _load_npz(scop: Scop, path: str) -> dict[str, np.ndarray]:
+    """The arrays of an .npz file whose names are array parameters (others are an error)."""
+    try:
+        f = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise InputError(f"--inputs: no such file {path!r}") from None
+    except Exception as e:
+        raise InputError(f"--inputs: cannot read {path!r} as .npz: {e}") from None
+    if not isinstance(f, np.lib.npyio.NpzFile):
+        raise InputError(f"--inputs: {path!r} holds a single array, not an .npz archive "
+                         f"of arrays by parameter name (use numpy.savez)")
+    with f:
+        data = {k: f[k] for k in f.files}
+    names = {p.name for p in scop.array_params}
+    unknown = [k for k in data if k not in names]
+    if unknown:
+        what = "is not an array parameter" if len(unknown) == 1 else "are not array parameters"
+        raise InputError(f"--inputs {path}: {', '.join(unknown)} {what} of {scop.name} "
+                         f"(those are: {', '.join(sorted(names))})")
+    return data
+
+
+def _check_array(scop: Scop, p: Param, value, where: str) -> np.ndarray:
+    """Type and rank of one supplied array."""
+    decl = scop.arrays[p.name]
+    if not isinstance(value, np.ndarray):
+        raise InputError(f"{p.name} in {where} is a {type(value).__name__}, not a NumPy array "
+                         f"(the C parameter is {decl.ctype} {p.name}"
+                         f"{''.join('[]' for _ in decl.shape)}; use numpy.asarray(..., "
+                         f"dtype=numpy.{decl.dtype}) or rename the variable)")
+    if value.dtype != np.dtype(decl.dtype):
+        raise InputError(f"{p.name}: dtype {value.dtype} does not match the C type "
+                         f"{decl.ctype} (expected {decl.dtype}; use "
+                         f"{p.name}.astype(numpy.{decl.dtype}))")
+    if value.ndim != len(decl.shape):
+        raise InputError(f"{p.name}: {value.ndim}-d array for a {len(decl.shape)}-d C parameter "
+                         f"(shape {value.shape})")
+    return value
+
+
+def _check_overlap(given: Mapping[str, np.ndarray]) -> None:
+    """Distinct C parameters must not share memory (the C code assumes no aliasing)."""
+    items = list(given.items())
+    for i, (n1, a1) in enumerate(items):
+        for n2, a2 in items[i + 1:]:
+            if np.shares_memory(a1, a2):
+                raise InputError(f"{n1} and {n2} share memory; pass separate arrays "
+                                 f"(e.g. {n2}.copy())")
+
+
+def _sizes(scop: Scop, values: Mapping, given: Mapping[str, np.ndarray],
+           defaults: Mapping) -> dict[str, int]:
+    """Values of all size parameters: --size, else inferred, else defaults."""
+    sizes: dict[str, int] = {}
+    for name in scop.size_params:
+        if name in values:
+            sizes[name] = _as_size(name, values[name])
+    inferred = _infer_sizes(scop, given, set(sizes))
+    sizes.update(inferred)
+    for name in scop.size_params:
+        if name not in sizes and name in defaults:
+            sizes[name] = _as_size(name, defaults[name])
+    missing = [n for n in scop.size_params if n not in sizes]
+    if missing:
+        hint = ",".join(f"{n}=..." for n in missing)
+        raise InputError(f"no value for size parameter{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(missing)}: pass --size {hint} (or arrays from which "
+                         f"{'they' if len(missing) > 1 else 'it'} can be read)")
+    _check_context(scop, sizes)
+    return {n: sizes[n] for n in scop.size_params}
+
+
+def _as_size(name: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise InputError(f"size parameter {name} must be an integer, got {v!r}")
+    v = int(v)
+    if not INT32[0] <= v <= INT32[1]:
+        raise InputError(f"size parameter {name}={v} does not fit a C int")
+    return v
+
+
+def _infer_sizes(scop: Scop, given: Mapping[str, np.ndarray], known: set[str]
+                 ) -> dict[str, int]:
+    """Sizes read off array shapes where an extent is a plain size parameter; every
+    array that determines a size must agree."""
+    seen: dict[str, tuple[int, str]] = {}
+    for name, a in given.items():
+        for k, ext in enumerate(scop.arrays[name].shape):
+            if not (isinstance(ext, Var) and ext.name in scop.size_params) or ext.name in known:
+                continue
+            v = int(a.shape[k])
+            prev = seen.get(ext.name)
+            if prev is not None and prev[0] != v:
+                raise InputError(f"the shapes disagree on {ext.name}: {prev[1]} gives "
+                                 f"{ext.name}={prev[0]}, {name}.shape[{k}] gives {v}")
+            seen.setdefault(ext.name, (v, f"{name}.shape[{k}]"))
+    return {n: v for n, (v, _) in seen.items()}
+
+
+def _check_context(scop: Scop, sizes: Mapping[str, int]) -> None:
+    """The sizes must satisfy the function's assumptions (scop.context, e.g. N >= 1)."""
+    ctx = scop.context
+    try:
+        import islpy as isl
+        for name, v in sizes.items():
+            pos = ctx.find_dim_by_name(isl.dim_type.param, name)
+            if pos >= 0:
+                ctx = ctx.fix_val(isl.dim_type.param, pos, isl.Val.int_from_si(ctx.get_ctx(), v))
+        empty = ctx.is_empty()
+    except Exception:   # a context we cannot evaluate: leave it to the shape checks
+        return
+    if empty:
+        vals = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        raise InputError(f"{vals} violates what {scop.name} assumes about its sizes: "
+                         f"{scop.context}")
+
+
+def _shapes(scop: Scop, sizes: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
+    """Declared extents of the array parameters, evaluated; each must be >= 1."""
+    env = {**scop.constants, **sizes}
+    out: dict[str, tuple[int, ...]] = {}
+    for p in scop.array_params:
+        shape = tuple(int(evaluate(e, env)) for e in scop.arrays[p.name].shape)
+        if any(d < 1 for d in shape):
+            vals = ", ".join(f"{k}={v}" for k, v in sizes.items())
+            raise InputError(f"{p.name} would have shape {shape} with {vals}; "
+                             f"every extent must be at least 1")
+        out[p.name] = shape
+    return out
+
+
+def _check_shape(name: str, a: np.ndarray, expected: tuple[int, ...]) -> None:
+    if tuple(a.shape) != expected:
+        raise InputError(f"{name}: shape {tuple(a.shape)} does not match the declaration, "
+                         f"which gives {expected}")
+
+
+def _check_writeable(scop: Scop, user: Mapping[str, np.ndarray]) -> None:
+    """Arrays that receive results must be writeable (checked before running)."""
+    for name in scop.written_arrays():
+        if name in user and not user[name].flags.writeable:
+            raise InputError(f"{name} is read-only, but {scop.name} writes it")
+
+
+def _contiguous(name: str, a: np.ndarray, notes: list[str]) -> np.ndarray:
+    if a.flags.c_contiguous:
+        return a
+    notes.append(f"{name} is not C-contiguous: ran on a contiguous copy")
+    return np.ascontiguousarray(a)
+
+
+def _rng(seed: int, name: str) -> np.random.Generator:
+    """A random stream of its own for each parameter name."""
+    return np.random.default_rng([int(seed) % 2**64, zlib.crc32(name.encode())])
+
+
+def random_array(name: str, shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
+    """Seeded random values: floats uniform in [0.5, 1.5), ints in [0, 10)."""
+    rng = _rng(seed, name)
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        lo, hi = RANDOM_FLOAT
+        return (rng.random(shape) * (hi - lo) + lo).astype(dt)
+    return rng.integers(*RANDOM_INT, size=shape, dtype=dt)
+
+
+def _is_number(v) -> bool:
+    if isinstance(v, bool) or isinstance(v, np.bool_):
+        return False
+    if isinstance(v, np.ndarray):
+        return v.ndim == 0 and v.dtype.kind in "iuf"
+    return isinstance(v, (int, float, np.integer, np.floating))
+
+
+def _scalar(p: Param, options: Options, namespace: Mapping, defaults: Mapping,
+            notes: list[str]) -> tuple[object, str]:
+    """A scalar's value and its origin, cast to the C type."""
+    if p.name in options.sizes:
+        v, origin = options.sizes[p.name], "size"
+    elif p.name in namespace and _is_number(namespace[p.name]):
+        v, origin = namespace[p.name], "namespace"
+    elif p.name in defaults:
+        v, origin = defaults[p.name], "size"
+    else:
+        if p.name in namespace:
+            notes.append(f"{p.name} in the namespace is not a number: used a random value")
+        lo, hi = RANDOM_FLOAT
+        v, origin = float(_rng(options.seed, p.name).uniform(lo, hi)), "random"
+    return cast_scalar(p.name, p.ctype, v), origin
+
+
+def cast_scalar(name: str, ctype: str, v) -> object:
+    """The value a C parameter of type ``ctype`` receives (float32 rounding included)."""
+    dtype = np.dtype(DTYPES.get(ctype, "float64"))
+    if dtype.kind == "f":
+        return float(dtype.type(v))
+    if not float(v).is_integer():
+        raise InputError(f"{name} is a C {ctype}, got {v!r}")
+    return int(v)
+
+
+# ---- comparison ----------------------------------------------------------------
+
+@dataclass
+class Comparison:
+    max_abs_err: float
+    max_rel_err: float
+    mismatches: int
+    first: tuple[int, ...] | None
+    rtol: float
+    atol: float
+
+    def info(self) -> dict:
+        d = {"max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err,
+             "mismatches": self.mismatches}
+        if self.mismatches:
+            d["first_mismatch"] = self.first
+            d["rtol"], d["atol"] = self.rtol, self.atol
+        return d
+
+
+def tolerances(dtype, ref: np.ndarray) -> tuple[float, float]:
+    """(rtol, atol) for comparing results of ``dtype``; atol scales with max |ref|."""
+    dt = np.dtype(dtype)
+    if dt.kind != "f":
+        return 0.0, 0.0
+    rtol, afrac = TOLERANCES.get(dt.name, TOLERANCES["float32"])
+    finite = np.abs(ref[np.isfinite(ref)])
+    return rtol, afrac * float(finite.max()) if finite.size else 0.0
+
+
+def compare(ref: np.ndarray, out: np.ndarray) -> Comparison:
+    """Compare a device result with the reference: |out-ref| <= atol + rtol·|ref|,
+    exact for ints, NaN == NaN and equal infinities count as equal."""
+    rtol, atol = tolerances(ref.dtype, ref)
+    if ref.dtype.kind != "f":
+        bad = ref != out
+        diff = np.abs(out.astype(np.float64) - ref.astype(np.float64))
+        return _summary(bad, diff, ref.astype(np.float64), rtol, atol)
+    r, o = ref.astype(np.float64), out.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        same = (r == o) | (np.isnan(r) & np.isnan(o))
+        diff = np.where(same, 0.0, np.abs(o - r))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        bad = ~same & ~(diff <= atol + rtol * np.abs(r))
+    return _summary(bad, diff, r, rtol, atol)
+
+
+def _summary(bad: np.ndarray, diff: np.ndarray, ref: np.ndarray, rtol: float,
+             atol: float) -> Comparison:
+    n = int(np.count_nonzero(bad))
+    first = None
+    if n:
+        first = tuple(int(i) for i in np.unravel_index(int(np.flatnonzero(bad)[0]), bad.shape))
+    max_abs = float(diff.max()) if diff.size else 0.0
+    nz = ref != 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = diff[nz] / np.abs(ref[nz])
+    max_rel = float(rel.max()) if rel.size else 0.0
+    return Comparison(max_abs, max_rel, n, first, rtol, atol)
+
+
+def compare_all(names: list[str], ref: Mapping[str, np.ndarray],
+                out: Mapping[str, np.ndarray]) -> tuple[dict[str, Comparison], dict]:
+    """Compare each named array; returns the per-array comparisons and the totals
+    (the RunReport fields max_abs_err, max_rel_err, mismatches, first_mismatch)."""
+    per = {n: compare(ref[n], out[n]) for n in names}
+    first = next(((n, c.first) for n, c in per.items() if c.mismatches), None)
+    totals = {"max_abs_err": max((c.max_abs_err for c in per.values()), default=0.0),
+              "max_rel_err": max((c.max_rel_err for c in per.values()), default=0.0),
+              "mismatches": sum(c.mismatches for c in per.values()),
+              "first_mismatch": first}
+    return per, totals
+
+
+# ---- targets -------------------------------------------------------------------
+
+@dataclass
+class DeviceRun:
+    seconds: float
+    h2d_s: float = 0.0
+    d2h_s: float = 0.0
+    launches: int = 0
+    counters: dict = field(default_factory=dict)
+    note: str = ""
+
+
+def choose_target(requested: str) -> tuple[str, str]:
+    """The target to run and why: 'auto' means the GPU when CuPy sees one."""
+    from .gpu import gpu_available, unavailable_reason
+    if requested == "auto":
+        if gpu_available():
+            return "gpu", "a GPU is visible to CuPy"
+        return "emulator", f"{unavailable_reason()}: ran the emulator"
+    if requested == "gpu":
+        if not gpu_available():
+            raise DeviceError(f"--target gpu: {unavailable_reason()} "
+                              f"(use --target emulator to run without a GPU)")
+        return "gpu", "requested with --target gpu"
+    if requested in ("emulator", "openmp"):
+        return requested, f"requested with --target {requested}"
+    raise DeviceError(f"unknown target {requested!r}")
+
+
+_MODULES: dict[tuple, object] = {}
+
+
+def device_module(compiled, target: str):
+    """The GPU module or emulator build for ``compiled`` (built once, then reused).
+
+    Inputs are always C-contiguous arrays of the declared dtypes, so the generated
+    source and the target identify a build."""
+    key = (target, compiled.cuda, compiled.host_py, compiled.scop.source)
+    mod = _MODULES.get(key)
+    if mod is None:
+        if target == "gpu":
+            from .gpu import GpuModule
+            mod = GpuModule(compiled)
+        else:
+            from .emulator import build
+            mod = build(compiled.program, "emulate" if target == "emulator" else "openmp")
+        _MODULES[key] = mod
+    return mod
+
+
+def run_device(compiled, target: str, options: Options, arrays: dict[str, np.ndarray],
+               ints: dict[str, int], scalars: dict[str, float]) -> DeviceRun:
+    """Run the target on ``arrays`` (modified in place)."""
+    mod = device_module(compiled, target)
+    if target == "gpu":
+        r = mod.run(arrays, ints, scalars)
+        return DeviceRun(r.kernel_s, r.h2d_s, r.d2h_s, r.launches, {}, f"on {r.device_name}")
+    r = mod.run(arrays, ints, scalars, options.seed, options.emu_order)
+    return DeviceRun(r.seconds, 0.0, 0.0, r.launches, emulator_counters(r))
+
+
+def emulator_counters(r) -> dict:
+    """Loads/stores per kernel and in total, from an emulator result."""
+    out = {"loads": int(getattr(r, "loads", 0) or 0), "stores": int(getattr(r, "stores", 0) or 0)}
+    per = getattr(r, "counters", None)
+    if per:
+        out["per_kernel"] = per
+    return out
+
+
+_REFERENCES: dict[tuple[str, str], object] = {}
+
+
+def cpu_reference(scop: Scop, opt: str = "-O2"):
+    """The compiled CPU reference of ``scop`` (built once per source)."""
+    from .cpu import CpuReference
+    key = (scop.source, opt)
+    ref = _REFERENCES.get(key)
+    if ref is None or ref.scop is not scop:
+        ref = _REFERENCES[key] = CpuReference(scop, opt)
+    return ref
+
+
+# ---- one run -------------------------------------------------------------------
+
+def run(compiled, options: Options, namespace: Mapping | None = None) -> RunReport:
+    """Prepare inputs, run the device target and the CPU reference, compare, and
+    write the results into the namespace's arrays when the check passed."""
+    inputs = gather_inputs(compiled.scop, options, namespace)
+    return execute(compiled, options, inputs, check=options.check,
+                   unchecked="not checked (--no-check): the CPU reference did not run")
+
+
+def execute(compiled, options: Options, inputs: Inputs, check: bool,
+            unchecked: str = "not checked against the CPU reference") -> RunReport:
+    """The device run, the optional check and the write-back, for prepared inputs."""
+    scop = compiled.scop
+    target, why = choose_target(options.target)
+    ints = {n: inputs.args[n] for n in scop.size_params}
+    scalars = {p.name: inputs.args[p.name] for p in scop.scalar_params}
+    written = [n for n in scop.written_arrays() if scop.arrays[n].kind == "param"]
+    dev = {n: a.copy() for n, a in inputs.arrays().items()}
+    d = run_device(compiled, target, options, dev, ints, scalars)
+    report = RunReport(ok=True, target=target, target_note=_join(why, d.note), checked=check,
+                       device_s=d.seconds, h2d_s=d.h2d_s, d2h_s=d.d2h_s, launches=d.launches,
+                       counters=d.counters, sizes={**ints, **scalars})
+    notes = list(inputs.notes)
+    if check:
+        ref = {n: a.copy() for n, a in inputs.arrays().items()}
+        report.cpu_s = cpu_reference(scop).run({**inputs.args, **ref})
+        per, totals = compare_all(written, ref, dev)
+        report.per_array = {n: c.info() for n, c in per.items()}
+        for k, v in totals.items():
+            setattr(report, k, v)
+        report.ok = totals["mismatches"] == 0
+    else:
+        notes.append(unchecked)
+    if report.ok:
+        report.wrote_back = write_back(written, inputs.user_arrays, dev)
+    elif inputs.user_arrays:
+        notes.append("the check failed: nothing was written back")
+    report.message = "; ".join(notes)
+    return report
+
+
+def write_back(names: list[str], user: Mapping[str, np.ndarray],
+               results: Mapping[str, np.ndarray]) -> list[str]:
+    """Copy results into the caller's arrays in place; returns the names written."""
+    done = []
+    for n in names:
+        if n in user:
+            user[n][...] = results[n]
+            done.append(n)
+    return done
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+# ---- the callable --------------------------------------------------------------
+
+class PolyFunction:
+    """The compiled function as a Python callable: ``fn(A=a, B=b, alpha=1.5)``.
+
+    Keyword arguments are C parameters by name: arrays (results are written into
+    them), sizes and scalars.  Sizes not given are read off the arrays, else taken
+    from the cell's ``--size``; arrays not given are seeded random.  Runs the
+    device target only — pass ``check=True`` to also compare with the CPU
+    reference (results are then written only if the check passes).  Nothing is
+    recompiled: the device module is built once and reused.  Returns the
+    :class:`RunReport`.
+    """
+
+    def __init__(self, compiled, options: Options):
+        self.compiled = compiled
+        self.options = options
+        self.source: str = compiled.scop.source
+        self.__name__ = compiled.scop.name
+        self.__doc__ = (f"{compiled.scop.name}({', '.join(p.name for p in compiled.scop.params)})"
+                        f" — polymagic-compiled; call with keyword arguments.\n\n"
+                        + (PolyFunction.__doc__ or ""))
+
+    def __repr__(self) -> str:
+        params = ", ".join(p.name for p in self.compiled.scop.params)
+        return f"<polymagic function {self.compiled.scop.name}({params}), target={self.options.target}>"
+
+    def __call__(self, *args, **kwargs) -> RunReport:
+        scop = self.compiled.scop
+        if args:
+            raise TypeError(f"{scop.name}() takes keyword arguments only "
+                            f"({', '.join(p.name for p in scop.params)})")
+        names = {p.name for p in scop.params}
+        check = bool(kwargs.pop("check", False)) if "check" not in names else False
+        unknown = [k for k in kwargs if k not in names]
+        if unknown:
+            raise InputError(f"{scop.name}() has no parameter {', '.join(unknown)} "
+                             f"(parameters: {', '.join(p.name for p in scop.params)})")
+        arrays = {p.name: kwargs[p.name] for p in scop.array_params if p.name in kwargs}
+        values = {k: v for k, v in kwargs.items() if k not in arrays}
+        options = self.options.with_(sizes=values, inputs=None)
+        inputs = gather_inputs(scop, options, arrays, defaults=self.options.sizes,
+                               where="the arguments")
+        return execute(self.compiled, options, inputs, check=check,
+                       unchecked="not checked (pass check=True to compare with the CPU reference)")
+
+
+def make_callable(compiled, options: Options) -> PolyFunction:
+    """The callable the magic binds under the function's name."""
+    return PolyFunction(compiled, options)
+
+
+__all__ = ["RunReport", "prepare_inputs", "gather_inputs", "run", "make_callable",
+           "PolyFunction", "compare", "compare_all", "tolerances", "random_array",
+           "choose_target", "TOLERANCES", "Inputs"]
