@@ -558,35 +558,55 @@ def _gemm_compiled(options: Options):
         pytest.skip(f"pipeline not ready: {e}")
 
 
+def _gemm_namespace(c, n: int, seed: int = 0) -> tuple[dict, dict]:
+    """Every size parameter = n, and random arrays of the declared shapes."""
+    from polymagic.expr import evaluate
+    sizes = {p: n for p in c.scop.size_params}
+    rng = np.random.default_rng(seed)
+    ns = {p.name: rng.random(tuple(evaluate(e, sizes) for e in c.scop.arrays[p.name].shape))
+          .astype(c.scop.arrays[p.name].dtype) for p in c.scop.array_params}
+    return sizes, ns
+
+
 def test_gemm_pipeline_emulator_checks_and_writes_back():
-    o = Options(target="emulator", sizes={"N": 19}, tile=(8, 8), block=(4, 4))
+    pytest.importorskip("polymagic.runtime.emulator", reason="emulator not there yet")
+    o = Options(target="emulator", tile=(8, 8), block=(4, 4))
     c = _gemm_compiled(o)
-    n = 19
-    rng = np.random.default_rng(0)
-    ns = {k: rng.random((n, n)).astype(np.float32) for k in ("A", "B", "C")}
-    c_before = ns["C"].copy()
-    r = rt.run(c, o, ns)
-    assert r.ok and r.checked and r.target == "emulator" and "C" in r.wrote_back
-    assert not np.array_equal(ns["C"], c_before) and r.launches >= 1
+    sizes, ns = _gemm_namespace(c, 19)
+    before = {k: v.copy() for k, v in ns.items()}
+    r = rt.run(c, o, ns)                       # sizes inferred from the arrays
+    assert r.ok and r.checked and r.target == "emulator", r.message
+    assert r.wrote_back == [n for n in c.scop.written_arrays() if n in ns] and r.launches >= 1
+    assert {k: r.sizes[k] for k in sizes} == sizes
+    for k in ns:
+        assert np.array_equal(ns[k], before[k]) == (k not in r.wrote_back)
+    f = make_callable(c, o)
+    again = {k: v.copy() for k, v in before.items()}
+    r2 = f(**again, **{s.name: r.sizes[s.name] for s in c.scop.scalar_params})
+    assert r2.ok and not r2.checked
+    for k in r.wrote_back:
+        np.testing.assert_allclose(again[k], ns[k], rtol=1e-5)
 
 
 @nvrtc_only
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_gemm_cuda_compiles_with_nvrtc(arch):
     from polymagic.codegen.nvrtc import compile_cuda
-    c = _gemm_compiled(Options(sizes={"N": 64}))
+    c = _gemm_compiled(Options())
     assert b".entry" in compile_cuda(c.cuda, arch)
 
 
 @pytest.mark.gpu
 def test_gemm_on_the_gpu():
-    o = Options(target="gpu", sizes={"N": 200})
+    o = Options(target="gpu")
     c = _gemm_compiled(o)
-    ns = {"C": np.zeros((200, 200), np.float32)}
+    sizes, ns = _gemm_namespace(c, 200)
     r = rt.run(c, o, ns)
-    assert r.ok and r.checked and r.target == "gpu" and r.launches >= 1
-    assert r.device_s > 0 and r.h2d_s > 0 and r.d2h_s > 0 and r.wrote_back == ["C"]
+    assert r.ok and r.checked and r.target == "gpu" and r.launches >= 1, r.message
+    assert r.device_s > 0 and r.h2d_s > 0 and r.d2h_s > 0 and r.wrote_back
     f = make_callable(c, o)
-    out = np.zeros((200, 200), np.float32)
-    r2 = f(C=out, check=True)
-    assert r2.ok and np.array_equal(out, ns["C"])
+    _, again = _gemm_namespace(c, 200)
+    r2 = f(**again, **{s.name: r.sizes[s.name] for s in c.scop.scalar_params}, check=True)
+    assert r2.ok and r2.checked
+    for k in r.wrote_back:
+        np.testing.assert_allclose(again[k], ns[k], rtol=1e-5)

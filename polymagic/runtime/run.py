@@ -108,7 +108,7 @@ def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
     sizes = _sizes(scop, options.sizes, given, defaults or {})
     shapes = _shapes(scop, sizes)
     for name, a in given.items():
-        _check_shape(name, a, shapes[name])
+        _check_shape(name, a, shapes[name], sizes)
     user = {n: a for n, a in given.items() if origin[n] == "namespace"}
     _check_writeable(scop, user)
     args: dict[str, object] = {}
@@ -290,10 +290,12 @@ def _shapes(scop: Scop, sizes: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
     return out
 
 
-def _check_shape(name: str, a: np.ndarray, expected: tuple[int, ...]) -> None:
+def _check_shape(name: str, a: np.ndarray, expected: tuple[int, ...],
+                 sizes: Mapping[str, int]) -> None:
     if tuple(a.shape) != expected:
+        vals = ", ".join(f"{k}={v}" for k, v in sizes.items())
         raise InputError(f"{name}: shape {tuple(a.shape)} does not match the declaration, "
-                         f"which gives {expected}")
+                         f"which gives {expected} with {vals}")
 
 
 def _check_writeable(scop: Scop, user: Mapping[str, np.ndarray]) -> None:
