@@ -18,20 +18,20 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 # name -> (sizes for a multi-tile run with --tile 8,8 / 16, sizes smaller than a tile)
 KERNELS = {
-    "gemm": ({"N": 37}, {"N": 5}),
-    "2mm": ({"NI": 29, "NJ": 27, "NK": 31, "NL": 26}, {"NI": 3, "NJ": 4, "NK": 5, "NL": 2}),
-    "atax": ({"M": 41, "N": 35}, {"M": 3, "N": 4}),
-    "bicg": ({"M": 33, "N": 45}, {"M": 4, "N": 3}),
-    "mvt": ({"N": 39}, {"N": 5}),
-    "gesummv": ({"N": 43}, {"N": 6}),
-    "syrk": ({"N": 29, "M": 23}, {"N": 4, "M": 3}),
-    "doitgen": ({"NR": 27, "NQ": 25, "NP": 26}, {"NR": 3, "NQ": 2, "NP": 5}),
-    "covariance": ({"M": 27, "N": 31}, {"M": 4, "N": 5}),
-    "jacobi-1d": ({"TSTEPS": 4, "N": 70}, {"TSTEPS": 2, "N": 7}),
-    "jacobi-2d": ({"TSTEPS": 3, "N": 30}, {"TSTEPS": 2, "N": 6}),
-    "fdtd-2d": ({"TMAX": 3, "NX": 27, "NY": 29}, {"TMAX": 2, "NX": 4, "NY": 5}),
-    "seidel-2d": ({"TSTEPS": 2, "N": 27}, {"TSTEPS": 2, "N": 6}),
-    "lu": ({"N": 29}, {"N": 5}),
+    "gemm": ({"ni": 37, "nj": 35, "nk": 29}, {"ni": 5, "nj": 3, "nk": 4}),
+    "2mm": ({"ni": 29, "nj": 27, "nk": 31, "nl": 26}, {"ni": 3, "nj": 4, "nk": 5, "nl": 2}),
+    "atax": ({"m": 41, "n": 35}, {"m": 3, "n": 4}),
+    "bicg": ({"m": 33, "n": 45}, {"m": 4, "n": 3}),
+    "mvt": ({"n": 39}, {"n": 5}),
+    "gesummv": ({"n": 43}, {"n": 6}),
+    "syrk": ({"n": 29, "m": 23}, {"n": 4, "m": 3}),
+    "doitgen": ({"nr": 27, "nq": 25, "np": 26}, {"nr": 3, "nq": 2, "np": 5}),
+    "covariance": ({"m": 27, "n": 31}, {"m": 4, "n": 5}),
+    "jacobi-1d": ({"tsteps": 4, "n": 70}, {"tsteps": 2, "n": 7}),
+    "jacobi-2d": ({"tsteps": 3, "n": 30}, {"tsteps": 2, "n": 6}),
+    "fdtd-2d": ({"tmax": 3, "nx": 27, "ny": 29}, {"tmax": 2, "nx": 4, "ny": 5}),
+    "seidel-2d": ({"tsteps": 2, "n": 27}, {"tsteps": 2, "n": 6}),
+    "lu": ({"n": 29}, {"n": 5}),
 }
 
 
