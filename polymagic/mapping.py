@@ -28,7 +28,7 @@ import islpy as isl
 
 from . import kir
 from .errors import OptionsError, PolymagicError
-from .expr import Binary, Call, Expr, Int, Var, substitute_assign
+from .expr import Binary, Call, CPrinter, Expr, Int, Var, substitute_assign
 from .expr import walk as walk_expr
 from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
 from .options import Options
@@ -336,8 +336,11 @@ class _Lowerer:
         for mm in plan.members:
             extent = mm.tile_max.sub(mm.tile_min).add_constant_val(isl.Val(1))
             grid["xyz".index(mm.axis)] = Call("max", (Int(1), pw_aff_to_expr(extent.coalesce())))
+        summary = _plan_summary(kname, plan)
+        if plan.members:
+            summary += "; grid " + " x ".join(CPrinter()(g) for g in grid if g != Int(1))
         self.kernels[kname] = kir.Kernel(kname, body, plan.block, arrays, scalars, ints,
-                                         summary=_plan_summary(kname, plan))
+                                         summary=summary)
         return kir.Launch(kname, tuple(grid))
 
 
