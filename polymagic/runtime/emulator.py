@@ -1,0 +1,258 @@
+"""Build and run the CPU emulator of a KIR Program.
+
+:func:`build` prints the program with :func:`polymagic.codegen.emulator.print_emulator_c`
+and compiles it with the system C compiler (``cc -O1 -g0 -shared -fPIC``, plus
+``-fopenmp`` in 'openmp' mode, ``-lm``) into a shared library cached on disk by a
+hash of (compiler, flags, source) under ``$POLYMAGIC_CACHE`` or
+``~/.cache/polymagic`` (subfolder ``emu``).  The source inlines the runtime
+(``emu_support.h``), so a runtime change is a new cache entry.
+
+:meth:`EmulatorModule.run` allocates the temp arrays, checks the given arrays,
+calls ``pm_entry`` through ctypes and returns an :class:`EmuResult`; a race, an
+out-of-bounds access or a divergent barrier raises :class:`EmulatorError` with the
+runtime's one-paragraph message.  Arrays are modified in place (callers pass
+copies).  Why an emulator at all: CI has no GPU, so the adversarial emulator
+(blocks and threads in forward, reverse or shuffled order, shadow-memory race
+detection, see ``emu_support.h``) is the evidence that generated kernels are right.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shlex
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+import numpy as np
+
+from .. import kir
+from ..errors import CompileError, EmulatorError, InputError
+from ..expr import evaluate
+
+#: NumPy dtype of each C element type.
+DTYPES = {"float": "float32", "double": "float64", "int": "int32", "long": "int64",
+          "long long": "int64", "short": "int16", "char": "int8", "signed char": "int8",
+          "unsigned char": "uint8", "unsigned": "uint32", "unsigned int": "uint32",
+          "unsigned long": "uint64", "int32_t": "int32", "int64_t": "int64",
+          "uint8_t": "uint8", "uint32_t": "uint32", "uint64_t": "uint64"}
+
+ORDERS = {"forward": 0, "reverse": 1, "shuffle": 2}
+
+_ENTRY_ARGTYPES = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_longlong),
+                   ctypes.POINTER(ctypes.c_double), ctypes.c_ulonglong, ctypes.c_int,
+                   ctypes.POINTER(ctypes.c_longlong), ctypes.c_char_p, ctypes.c_int]
+
+_LIBS: dict[str, ctypes.CDLL] = {}
+_LOCKS: dict[str, threading.Lock] = {}   # the runtime keeps global state: one run per library
+_LIBS_LOCK = threading.Lock()
+
+
+def cache_dir() -> Path:
+    """``$POLYMAGIC_CACHE/emu`` or ``~/.cache/polymagic/emu`` (created)."""
+    root = os.environ.get("POLYMAGIC_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "polymagic")
+    d = Path(root) / "emu"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def compiler() -> str:
+    return os.environ.get("CC") or "cc"
+
+
+def compile_flags(mode: str, extra: tuple[str, ...] = ()) -> list[str]:
+    flags = ["-std=gnu11", "-O1", "-g0", "-shared", "-fPIC"]
+    if mode == "openmp":
+        flags.append("-fopenmp")
+    return flags + list(extra)
+
+
+def build_library(source: str, mode: str, extra_cflags: tuple[str, ...] = ()) -> Path:
+    """Compile ``source`` into a cached shared library; CompileError with the log."""
+    cc = compiler()
+    flags = compile_flags(mode, tuple(extra_cflags))
+    key = hashlib.sha256("\0".join([cc, *flags, source]).encode()).hexdigest()[:24]
+    d = cache_dir()
+    lib = d / f"emu-{mode}-{key}.so"
+    if lib.exists():
+        return lib
+    c_file = d / f"emu-{mode}-{key}.c"
+    _write_atomic(c_file, source.encode())
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".emu-{key}-", suffix=".so")
+    os.close(fd)
+    try:
+        cmd = [cc, *flags, "-o", tmp, str(c_file), "-lm"]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True)
+        except FileNotFoundError:
+            raise CompileError(f"no C compiler: {cc!r} not found (set $CC) — the emulator "
+                               f"needs one") from None
+        if p.returncode != 0:
+            raise CompileError(f"the C compiler rejected the emulator source "
+                               f"({' '.join(shlex.quote(c) for c in cmd)}):\n"
+                               f"{(p.stderr + p.stdout).strip()}")
+        os.replace(tmp, lib)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return lib
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + "-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _load(path: Path) -> tuple[ctypes.CDLL, threading.Lock]:
+    with _LIBS_LOCK:
+        lib = _LIBS.get(str(path))
+        if lib is None:
+            lib = _LIBS[str(path)] = ctypes.CDLL(str(path))
+            _LOCKS[str(path)] = threading.Lock()
+        return lib, _LOCKS[str(path)]
+
+
+@dataclass
+class EmuResult:
+    """What one emulator run did: wall seconds of ``pm_entry``, and per kernel the
+    global element loads, stores and launches (loads/stores are 0 in openmp mode)."""
+    seconds: float
+    counters: dict[str, dict[str, int]] = field(default_factory=dict)
+    loads: int = 0
+    stores: int = 0
+    launches: int = 0
+
+
+def array_shape(decl: kir.ArrayDecl, ints: Mapping[str, int]) -> tuple[int, ...]:
+    """Extents of an array for the given size parameters."""
+    return tuple(int(evaluate(e, ints)) for e in decl.shape)
+
+
+def array_span(decl: kir.ArrayDecl, ints: Mapping[str, int]) -> int:
+    """Elements the array's (possibly strided) layout spans: 1 + Σ (n_k - 1)·s_k."""
+    shape = array_shape(decl, ints)
+    if any(n == 0 for n in shape):
+        return 0
+    strides = tuple(int(evaluate(e, ints)) for e in decl.strides)
+    return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+
+
+class EmulatorModule:
+    """A compiled emulator ('emulate') or OpenMP ('openmp') build of a Program."""
+
+    def __init__(self, program: kir.Program, mode: str, source: str, path: Path):
+        self.program = program
+        self.mode = mode
+        self.source = source
+        self.path = path
+        lib, self._lock = _load(path)
+        fn = lib.pm_entry
+        # a private function object, so argtypes never clash between modules
+        self._entry = ctypes.CFUNCTYPE(ctypes.c_int, *_ENTRY_ARGTYPES)(
+            ctypes.cast(fn, ctypes.c_void_p).value)
+
+    def _arrays(self, arrays: Mapping[str, np.ndarray], ints: Mapping[str, int]) -> list[np.ndarray]:
+        out = []
+        for name, decl in self.program.arrays.items():
+            try:
+                want = np.dtype(DTYPES[decl.ctype])
+            except KeyError:
+                raise InputError(f"array {name}: C type {decl.ctype!r} is not supported "
+                                 f"by the emulator") from None
+            span = array_span(decl, ints)
+            if decl.kind == "temp":
+                shape = array_shape(decl, ints) or (1,)
+                if any(n < 0 for n in shape):
+                    raise InputError(f"temp array {name}: negative extent in {shape}")
+                a = np.zeros(max(span, int(np.prod(shape))) if span else 1, dtype=want)
+                out.append(a)
+                continue
+            if name not in arrays:
+                raise InputError(f"the emulator needs array {name!r}")
+            a = arrays[name]
+            if not isinstance(a, np.ndarray) or a.dtype != want:
+                raise InputError(f"array {name}: the emulator needs a NumPy array of {want}, got "
+                                 f"{type(a).__name__} {getattr(a, 'dtype', '')}")
+            if not a.flags.c_contiguous or not a.flags.writeable:
+                raise InputError(f"array {name}: the emulator needs a writeable C-contiguous array")
+            rowmajor = tuple(decl.strides) == tuple(kir.row_major_strides(decl.shape))
+            if (a.size != span) if rowmajor else (a.size < span):
+                raise InputError(f"array {name}: {a.size} elements given, the declaration "
+                                 f"{name}{''.join(f'[{n}]' for n in array_shape(decl, ints))} "
+                                 f"needs {span}")
+            out.append(a)
+        return out
+
+    def run(self, arrays: Mapping[str, np.ndarray], ints: Mapping[str, int],
+            scalars: Mapping[str, float] | None = None, seed: int = 0,
+            order: str = "shuffle") -> EmuResult:
+        """Run the host program once; arrays are modified in place.
+
+        ``order``: 'forward', 'reverse' or 'shuffle' (blocks of a launch and threads
+        of a barrier phase; ``seed`` seeds the shuffle).  Raises EmulatorError with
+        the runtime's message on a race, an out-of-bounds access or a divergent
+        barrier; InputError when the arrays do not fit the declarations.
+        """
+        p = self.program
+        scalars = scalars or {}
+        if order not in ORDERS:
+            raise InputError(f"unknown emulator order {order!r} (forward, reverse, shuffle)")
+        missing = [n for n in p.size_params if n not in ints]
+        if missing:
+            raise InputError(f"the emulator needs a value for {', '.join(missing)}")
+        missing = [n for n in p.scalars if n not in scalars]
+        if missing:
+            raise InputError(f"the emulator needs a value for {', '.join(missing)}")
+        env = {n: int(ints[n]) for n in p.size_params}
+        env.update({k: int(v) for k, v in ints.items() if k not in env})
+        arrs = self._arrays(arrays, env)
+        ptrs = (ctypes.c_void_p * max(1, len(arrs)))(*[a.ctypes.data for a in arrs])
+        iv = (ctypes.c_longlong * max(1, len(p.size_params)))(*[env[n] for n in p.size_params])
+        sv = (ctypes.c_double * max(1, len(p.scalars)))(*[float(scalars[n]) for n in p.scalars])
+        nk = len(p.kernels)
+        cnt = (ctypes.c_longlong * max(1, 3 * nk))()
+        err = ctypes.create_string_buffer(4096)
+        with self._lock:
+            t0 = time.perf_counter()
+            rc = self._entry(ptrs, iv, sv, ctypes.c_ulonglong(int(seed) & (2**64 - 1)),
+                             ORDERS[order], cnt, err, len(err))
+            dt = time.perf_counter() - t0
+        if rc != 0:
+            msg = err.value.decode(errors="replace") or "the emulator failed (no message)"
+            raise EmulatorError(msg)
+        res = EmuResult(seconds=dt)
+        for i, name in enumerate(p.kernels):
+            c = {"loads": int(cnt[3 * i]), "stores": int(cnt[3 * i + 1]),
+                 "launches": int(cnt[3 * i + 2])}
+            res.counters[name] = c
+            res.loads += c["loads"]
+            res.stores += c["stores"]
+            res.launches += c["launches"]
+        return res
+
+
+def build(program: kir.Program, mode: str = "emulate", *,
+          extra_cflags: tuple[str, ...] = ()) -> EmulatorModule:
+    """Print and compile ``program`` for ``mode`` ('emulate' or 'openmp'); cached.
+
+    ``extra_cflags`` (e.g. ``("-DPM_MAX_PHASES=100",)``) are for tests."""
+    from ..codegen.emulator import print_emulator_c
+    source = print_emulator_c(program, mode)
+    path = build_library(source, mode, tuple(extra_cflags))
+    return EmulatorModule(program, mode, source, path)
+
+
+__all__ = ["build", "EmulatorModule", "EmuResult", "build_library", "cache_dir", "DTYPES",
+           "ORDERS", "array_shape", "array_span"]
