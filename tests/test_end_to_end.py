@@ -62,3 +62,19 @@ def test_default_tiles_size_smaller_than_tile(name):
 def test_cyclic_threads_default_block(name):
     # tile 16 with 4 threads per axis: each thread runs several points of its tile
     _run(name, KERNELS[name][0], tile=(16, 16, 16), block=(4, 4, 1), seed=3)
+
+
+@pytest.mark.parametrize("name,sizes", [("gemm", {"ni": 20, "nj": 20, "nk": 20}),
+                                        ("jacobi-1d", {"tsteps": 3, "n": 40}),
+                                        ("seidel-2d", {"tsteps": 2, "n": 12})])
+def test_emulator_catches_a_mapping_that_ignores_dependences(monkeypatch, name, sizes):
+    """Planted mapping bug: every band member treated as parallel.  The generated
+    kernels race; the emulator must say so rather than return a result."""
+    from polymagic import mapping, pipeline
+    from polymagic.errors import EmulatorError
+    monkeypatch.setattr(mapping, "_leading_coincident", lambda node: node.band_n_member())
+    monkeypatch.setattr(pipeline, "_CACHE", {})
+    opts = Options(sizes=sizes, target="emulator", tile=(8, 8, 8), block=(4, 4, 2))
+    compiled = compile_source(_source(name), opts)
+    with pytest.raises(EmulatorError, match="data race"):
+        run(compiled, opts)
