@@ -514,7 +514,7 @@ def cpu_reference(scop: Scop, opt: str = "-O2"):
     from .cpu import CpuReference
     key = (scop.source, opt)
     ref = _REFERENCES.get(key)
-    if ref is None or ref.scop is not scop:
+    if ref is None:
         ref = _REFERENCES[key] = CpuReference(scop, opt)
     return ref
 
