@@ -97,6 +97,10 @@ class EmulatorKernelPrinter(CLikePrinter):
     def stmt_barrier(self, s: kir.Barrier, level: int) -> list[str]:
         return [f"{self.indent_unit * level}PM_SYNC({int(s.id)});"]
 
+    def unroll_pragma(self, loop: kir.Loop) -> str | None:
+        # '#pragma unroll' is nvcc's; the C compiler would warn about it (-Wall)
+        return "/* #pragma unroll */" if loop.unroll else None
+
     def shared_decl(self, decl: kir.SharedDecl) -> str:
         sid = self.shared_ids[decl.name]
         return (f"PM_UNUSED {decl.ctype} *const {decl.name} = "
