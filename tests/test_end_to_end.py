@@ -18,7 +18,8 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 # name -> (sizes for a multi-tile run with --tile 8,8 / 16, sizes smaller than a tile)
 KERNELS = {
-    "gemm": ({"ni": 37, "nj": 35, "nk": 29}, {"ni": 5, "nj": 3, "nk": 4}),
+    "gemm": ({"N": 37}, {"N": 5}),
+    "gemm-polybench": ({"ni": 37, "nj": 35, "nk": 29}, {"ni": 5, "nj": 3, "nk": 4}),
     "2mm": ({"ni": 29, "nj": 27, "nk": 31, "nl": 26}, {"ni": 3, "nj": 4, "nk": 5, "nl": 2}),
     "atax": ({"m": 41, "n": 35}, {"m": 3, "n": 4}),
     "bicg": ({"m": 33, "n": 45}, {"m": 4, "n": 3}),
@@ -64,7 +65,7 @@ def test_cyclic_threads_default_block(name):
     _run(name, KERNELS[name][0], tile=(16, 16, 16), block=(4, 4, 1), seed=3)
 
 
-@pytest.mark.parametrize("name,sizes", [("gemm", {"ni": 20, "nj": 20, "nk": 20}),
+@pytest.mark.parametrize("name,sizes", [("gemm", {"N": 20}),
                                         ("jacobi-1d", {"tsteps": 3, "n": 40}),
                                         ("seidel-2d", {"tsteps": 2, "n": 12})])
 def test_emulator_catches_a_mapping_that_ignores_dependences(monkeypatch, name, sizes):
