@@ -258,8 +258,8 @@ def print_host(program: kir.Program, kernel_ids: dict[str, int]) -> str:
     """``static void pm_host(...)``: parameters as locals, array descriptions for the
     runtime's bounds checks, then the host statements."""
     hp = EmulatorHostPrinter(program, kernel_ids)
-    out = ["static void pm_host(void **pm_arrays, const long long *pm_ints, "
-           "const double *pm_scalars) {"]
+    out = ["static void pm_host(PM_UNUSED void **pm_arrays, PM_UNUSED const long long *pm_ints, "
+           "PM_UNUSED const double *pm_scalars) {"]
     for i, n in enumerate(program.size_params):
         out.append(f"  PM_UNUSED const long long {n} = pm_ints[{i}];")
     for i, (n, ct) in enumerate(program.scalars.items()):
