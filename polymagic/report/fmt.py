@@ -75,8 +75,8 @@ def times(report, compile_s: float | None) -> list[tuple[str, str]]:
         ("compile", seconds(compile_s)),
         ("CPU reference", seconds(report.cpu_s)),
         (f"device kernels [{report.target}]", kern),
-        ("H2D copies", seconds(report.h2d_s)),
-        ("D2H copies", seconds(report.d2h_s)),
+        ("H2D copies", seconds(report.h2d_s) if report.target == "gpu" else "–"),
+        ("D2H copies", seconds(report.d2h_s) if report.target == "gpu" else "–"),
     ]
 
 

@@ -47,14 +47,8 @@ def _schedule(compiled) -> str:
 
 
 def _kir(compiled) -> str:
-    try:
-        from .. import kir
-        dump = getattr(kir, "dump", None) or getattr(kir, "format_program", None)
-        if callable(dump):
-            return dump(compiled.program)
-    except ImportError:
-        pass
-    return _describe(compiled.program)
+    from .kirtext import format_program
+    return format_program(compiled.program)
 
 
 def _host(compiled) -> str:
@@ -68,11 +62,13 @@ def _emulator(compiled) -> str:
 
 def _scop(compiled) -> str:
     """Statements with their iteration domains and accesses: the polyhedral model."""
+    from ..expr import CPrinter
+    p = CPrinter()
     scop = compiled.scop
     lines = [f"function {scop.name}({', '.join(p.name for p in scop.params)})",
              f"context: {scop.context}"]
     for a in scop.arrays.values():
-        shape = "".join(f"[{e}]" for e in a.shape)
+        shape = "".join(f"[{p(e)}]" for e in a.shape)
         lines.append(f"array {a.ctype} {a.name}{shape} ({a.kind})")
     for s in scop.statements:
         lines.append("")
