@@ -610,3 +610,18 @@ def test_gemm_on_the_gpu():
     assert r2.ok and r2.checked
     for k in r.wrote_back:
         np.testing.assert_allclose(again[k], ns[k], rtol=1e-5)
+
+
+def test_device_module_built_once_and_reused(monkeypatch):
+    pytest.importorskip("polymagic.runtime.emulator", reason="emulator not there yet")
+    from polymagic.runtime import emulator
+    o = Options(target="emulator")
+    c = _gemm_compiled(o)
+    sizes, ns = _gemm_namespace(c, 7)
+    calls = []
+    real = emulator.build
+    monkeypatch.setattr(emulator, "build", lambda *a, **k: calls.append(a) or real(*a, **k))
+    monkeypatch.setattr(rt, "_MODULES", {})
+    f = make_callable(c, o)
+    assert f(**ns).ok and f(**ns).ok and rt.run(c, o, dict(ns)).ok
+    assert len(calls) == 1
