@@ -50,7 +50,7 @@ def sizes(d: dict | None) -> str:
     """``{'N': 200, 'alpha': 1.5}`` -> ``'N=200, alpha=1.5'``."""
     if not d:
         return ""
-    return ", ".join(f"{k}={v}" for k, v in d.items())
+    return ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in d.items())
 
 
 def check_line(report) -> str:
