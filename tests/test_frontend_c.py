@@ -402,7 +402,7 @@ void relu(int n, double A[n], double B[n]) {
     assert len(st.reads) == 2
 
 
-KERNELS = {"gemm": 2, "2mm": 4, "atax": 4, "bicg": 4, "mvt": 2, "gesummv": 5, "syrk": 2,
+KERNELS = {"gemm": 1, "gemm-polybench": 2, "2mm": 4, "atax": 4, "bicg": 4, "mvt": 2, "gesummv": 5, "syrk": 2,
            "doitgen": 3, "covariance": 8, "jacobi-1d": 2, "jacobi-2d": 2, "fdtd-2d": 4,
            "seidel-2d": 1, "lu": 3}
 
