@@ -29,10 +29,23 @@ class Options:
     json: bool = False
     emu_order: str = "shuffle"                    # shuffle | reverse | forward (emulator)
     quiet: bool = False
+    # memory planning (seed 000 §3-4, seed 004 §4.2)
+    shared: str = "auto"                          # auto (reuse-based) | all | none
+    shared_mem: int = 48 * 1024                   # M_up: shared-memory bytes per block
+    registers: bool = True
+    delta: float = 0.3                            # constant-reuse threshold of seed 000 Alg. 1
+    tile_levels: tuple[tuple[int, ...], ...] = () # --tile 64,64:16,16 -> block tile, sub-tile, ...
+    # host<->device transfers and Python input (seed 002)
+    device_mem: int | None = None                 # bytes of device memory kernels may use
+    python: bool = False                          # the cell holds a Python function
+    # exploration (widgets, autotuning)
+    explore: bool = False
+    autotune: bool = False
 
     def key(self) -> tuple:
         """What the generated code depends on (for compile caches)."""
-        return (self.tile, self.block)
+        return (self.tile, self.block, self.shared, self.shared_mem, self.registers,
+                self.delta, self.tile_levels, self.device_mem, self.python)
 
     def with_(self, **kw) -> "Options":
         return replace(self, **kw)
@@ -61,6 +74,24 @@ def _number(text: str):
             return float(text)
         except ValueError:
             raise OptionsError(f"--size values must be numbers, got {text!r}")
+
+
+_UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1024 ** 2, "MB": 1024 ** 2,
+          "MIB": 1024 ** 2, "G": 1024 ** 3, "GB": 1024 ** 3, "GIB": 1024 ** 3}
+
+
+def parse_bytes(text: str, what: str) -> int:
+    """'48KB' -> 49152; plain numbers are bytes.  Must be positive."""
+    t = text.strip().upper().replace(" ", "")
+    num = t.rstrip("KMGIB")
+    unit = t[len(num):]
+    try:
+        value = float(num)
+    except ValueError:
+        raise OptionsError(f"{what} takes a size such as 48KB or 512MB, got {text!r}") from None
+    if unit not in _UNITS or value <= 0:
+        raise OptionsError(f"{what} takes a positive size such as 48KB or 512MB, got {text!r}")
+    return int(value * _UNITS[unit])
 
 
 def parse_sizes(items: list[str]) -> dict:
@@ -93,6 +124,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show", action="append", default=[], metavar="WHAT",
                    help="extra views: " + ", ".join(SHOW))
     p.add_argument("--emu-order", default="shuffle", choices=("shuffle", "reverse", "forward"))
+    p.add_argument("--shared", default="auto", choices=("auto", "all", "none"),
+                   help="shared-memory buffers: by reuse (auto), every partition (all), none")
+    p.add_argument("--no-shared", dest="shared", action="store_const", const="none")
+    p.add_argument("--shared-mem", default="48KB", metavar="48KB",
+                   help="shared memory per block (M_up)")
+    p.add_argument("--no-registers", dest="registers", action="store_false")
+    p.add_argument("--delta", type=float, default=0.3,
+                   help="constant-reuse threshold (seed 000 Algorithm 1)")
+    p.add_argument("--device-mem", metavar="512MB", help="device memory the kernels may use")
+    p.add_argument("--python", action="store_true", help="the cell holds a Python function")
+    p.add_argument("--explore", action="store_true", help="show widgets to explore the mapping")
+    p.add_argument("--autotune", action="store_true", help="search tile and block sizes")
     p.add_argument("--json", action="store_true", help="print one JSON object (CLI)")
     p.add_argument("--quiet", "-q", action="store_true")
 
@@ -121,8 +164,15 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
             prod *= b
         if prod > 1024:
             raise OptionsError(f"--block {ns.block}: {prod} threads per block, at most 1024")
+    levels = tuple(_ints(lv, "--tile") for lv in ns.tile.split(":")) if ns.tile else ()
+    if not 0 <= ns.delta <= 1:
+        raise OptionsError(f"--delta must lie in [0, 1], got {ns.delta}")
     return Options(sizes=parse_sizes(ns.size), inputs=ns.inputs, seed=ns.seed,
-                   target=ns.target, tile=_ints(ns.tile, "--tile") if ns.tile else None,
+                   target=ns.target, tile=levels[0] if levels else None, tile_levels=levels,
+                   shared=ns.shared, shared_mem=parse_bytes(ns.shared_mem, "--shared-mem"),
+                   registers=ns.registers, delta=ns.delta,
+                   device_mem=parse_bytes(ns.device_mem, "--device-mem") if ns.device_mem else None,
+                   python=ns.python, explore=ns.explore, autotune=ns.autotune,
                    block=block, check=ns.check, show=tuple(show), json=ns.json,
                    emu_order=ns.emu_order, quiet=ns.quiet)
 
