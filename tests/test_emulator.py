@@ -557,6 +557,12 @@ def test_emulator_c_compiles_cleanly_with_wall(name, mode, tmp_path):
     cc = os.environ.get("CC") or "cc"
     if shutil.which(cc) is None:
         pytest.skip("no C compiler")
+    if mode == "openmp":
+        probe = tmp_path / "probe.c"
+        probe.write_text("int pm_probe(void) { return 0; }\n")
+        if subprocess.run([cc, "-fopenmp", "-c", "-o", str(tmp_path / "probe.o"), str(probe)],
+                          capture_output=True).returncode != 0:
+            pytest.skip("the C compiler has no OpenMP")
     src = tmp_path / "emu.c"
     src.write_text(print_emulator_c(PROGRAMS[name](), mode))
     flags = ["-std=gnu11", "-Wall", "-O1", "-shared", "-fPIC"] + (["-fopenmp"] if mode == "openmp" else [])

@@ -74,7 +74,12 @@ def compile_flags(mode: str, extra: tuple[str, ...] = ()) -> list[str]:
 
 
 def build_library(source: str, mode: str, extra_cflags: tuple[str, ...] = ()) -> Path:
-    """Compile ``source`` into a cached shared library; CompileError with the log."""
+    """Compile ``source`` into a cached shared library; CompileError with the log.
+
+    In 'openmp' mode a compiler without OpenMP support (``-fopenmp`` rejected, e.g.
+    clang without libomp) gets a second try without the flag: the pragmas are then
+    ignored and blocks run one after the other, still correct, just not parallel.
+    """
     cc = compiler()
     flags = compile_flags(mode, tuple(extra_cflags))
     key = hashlib.sha256("\0".join([cc, *flags, source]).encode()).hexdigest()[:24]
@@ -88,11 +93,12 @@ def build_library(source: str, mode: str, extra_cflags: tuple[str, ...] = ()) ->
     os.close(fd)
     try:
         cmd = [cc, *flags, "-o", tmp, str(c_file), "-lm"]
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True)
-        except FileNotFoundError:
-            raise CompileError(f"no C compiler: {cc!r} not found (set $CC) — the emulator "
-                               f"needs one") from None
+        p = _run_cc(cmd, cc)
+        if p.returncode != 0 and "-fopenmp" in flags:
+            cmd2 = [c for c in cmd if c != "-fopenmp"]
+            p2 = _run_cc(cmd2, cc)
+            if p2.returncode == 0:
+                p = p2
         if p.returncode != 0:
             raise CompileError(f"the C compiler rejected the emulator source "
                                f"({' '.join(shlex.quote(c) for c in cmd)}):\n"
@@ -102,6 +108,14 @@ def build_library(source: str, mode: str, extra_cflags: tuple[str, ...] = ()) ->
         if os.path.exists(tmp):
             os.unlink(tmp)
     return lib
+
+
+def _run_cc(cmd: list[str], cc: str) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True)
+    except FileNotFoundError:
+        raise CompileError(f"no C compiler: {cc!r} not found (set $CC) — the emulator "
+                           f"needs one") from None
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
