@@ -502,6 +502,23 @@ def test_missing_kernel_int_is_a_compile_error():
         print_emulator_c(single_kernel(body, ints=[]))
 
 
+def test_strided_layout():
+    """A column-major declaration (strides (1, N)): linearised with its strides,
+    bounds checked per dimension and against the span."""
+    arrays = {"G": kir.ArrayDecl("G", "int", (N, M), strides=(I(1), N))}
+    body = [comp(A_("G", V("pm_ty"), V("pm_tx")), "=", add(mul(V("pm_ty"), I(100)), V("pm_tx")))]
+    k = kir.Kernel("k", body, (5, 4, 1), ["G"], [], ["N"])
+    prog = kir.Program("k", arrays, ["N", "M"], {}, [kir.Launch("k", (I(1), I(1), I(1)))], {"k": k})
+    g = np.zeros(20, np.int32)
+    build(prog).run({"G": g}, {"N": 4, "M": 5})
+    np.testing.assert_array_equal(g.reshape(5, 4).T, np.add.outer(np.arange(4) * 100, np.arange(5)))
+    wide = kir.Kernel("k", body, (6, 4, 1), ["G"], [], ["N"])    # pm_tx reaches 5 = M
+    prog = kir.Program("k", arrays, ["N", "M"], {}, [kir.Launch("k", (I(1), I(1), I(1)))],
+                       {"k": wide})
+    with pytest.raises(EmulatorError, match=r"index G\[\d\]\[5\]"):
+        build(prog).run({"G": np.zeros(20, np.int32)}, {"N": 4, "M": 5})
+
+
 def test_build_is_cached():
     m1 = build(elementwise_program(2))
     m2 = build(elementwise_program(2))
