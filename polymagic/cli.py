@@ -18,6 +18,7 @@ those of the ``%%polycuda`` magic (:func:`polymagic.options.add_arguments`).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from typing import Sequence
@@ -60,17 +61,34 @@ def _read(path: str) -> str:
         raise OptionsError(f"cannot read {path}: not UTF-8 text") from None
 
 
-def cmd_cuda(source: str, options: Options) -> int:
+def language(options: Options, path: str = "") -> str:
+    """Python for ``--python`` or a ``.py`` file, else C; OptionsError when this
+    version has no front end for it (so users get a message, not a traceback)."""
+    lang = "python" if getattr(options, "python", False) or path.endswith(".py") else "c"
+    if lang != "c" and importlib.util.find_spec(f"polymagic.frontend.{lang}") is None:
+        raise OptionsError(f"{lang} functions are planned but not supported by this "
+                           f"version yet: write the function in C")
+    return lang
+
+
+def planned_notes(options: Options) -> list[str]:
+    """Notes for options whose feature is not in this version yet (never silent)."""
+    wanted = [f"--{n}" for n in ("explore", "autotune") if getattr(options, n, False)]
+    return [f"{w} is planned but not available in this version: ran once with the "
+            f"given options" for w in wanted]
+
+
+def cmd_cuda(source: str, options: Options, lang: str = "c") -> int:
     from .pipeline import compile_source
-    compiled = compile_source(source, options)
+    compiled = compile_source(source, options, language=lang)
     sys.stdout.write(compiled.cuda if compiled.cuda.endswith("\n") else compiled.cuda + "\n")
     return EXIT_OK
 
 
-def cmd_run(source: str, options: Options) -> int:
+def cmd_run(source: str, options: Options, lang: str = "c") -> int:
     from .pipeline import compile_source
     from .runtime.run import run
-    compiled = compile_source(source, options)
+    compiled = compile_source(source, options, language=lang)
     report = run(compiled, options, namespace=None)
     if options.json:
         from .report.jsonout import to_json
@@ -99,9 +117,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns = make_cli_parser().parse_args(argv)
         options = options_from_namespace(ns)
         source = _read(ns.file)
+        for note in planned_notes(options):
+            print(f"polymagic: note: {note}", file=sys.stderr)
+        lang = language(options, ns.file)
         if ns.command == "cuda":
-            return cmd_cuda(source, options)
-        return cmd_run(source, options)
+            return cmd_cuda(source, options, lang)
+        return cmd_run(source, options, lang)
     except PolymagicError as e:
         return _fail(e, as_json)
     except KeyboardInterrupt:

@@ -27,6 +27,7 @@ from IPython.core.display_functions import display
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 
+from .cli import language, planned_notes
 from .errors import PolymagicError
 from .options import Options, make_parser, options_from_namespace
 
@@ -68,6 +69,8 @@ class PolyMagics(Magics):
             print(make_parser().format_help())
             return None
         options = parse_line(line)
+        for note in planned_notes(options):
+            print(f"note: {note}")
         compiled, report = self._compile_and_run(cell, options)
         self.last = (compiled, report)
         self._bind_callable(compiled, options)
@@ -79,7 +82,7 @@ class PolyMagics(Magics):
         from .pipeline import compile_source
         from .runtime.run import run
         try:
-            compiled = compile_source(cell, options)
+            compiled = compile_source(cell, options, language=language(options))
             report = run(compiled, options, namespace=self.shell.user_ns)
         except PolymagicError as e:
             raise UsageError(str(e)) from None
