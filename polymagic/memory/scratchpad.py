@@ -1,0 +1,269 @@
+"""Scratchpad (shared-memory) buffers per tile: seed 000 §3 (Baskaran et al., PPoPP'08).
+
+For one *program block* (a thread-block tile, or a sub-tile inside it) the
+analysis works on **data spaces**: the image of the block's statement instances
+under each array reference (§3.1), parametric in the block's position — the
+*prefix* schedule values (tile indices, host loops) that identify the block.
+A data space is therefore an isl map ``{ [prefix] -> A[a] }``.
+
+* :func:`partition` splits an array's data spaces into maximal non-overlapping
+  groups: connected components of the overlap graph (§3.1, "partitioning").
+* :func:`reuse` is Algorithm 1: a partition is worth a buffer if one of its
+  references has non-constant reuse (rank of the access matrix < dimension of the
+  iteration space, condition (1)), or else if the summed pairwise overlap exceeds
+  δ (30 % by default) of the partition's volume (constant reuse).
+* :func:`make_buffer` is Algorithm 2: one local array per partition, with the
+  bounds of each dimension of the convex union (here: per-dimension parametric
+  min/max, the bounding box) as affine functions of the prefix; its size is the
+  largest extent over every block.  Accesses are rewritten to ``F'(y) - g``
+  (§3.1.2) with ``g`` the lower bounds.
+* Copy-in scans the union of the read data spaces, copy-out the union of the
+  written ones, so each element moves once even when references overlap (§3.1.3).
+  Copying in an element the block overwrites before reading it is wasted work but
+  harmless; copying out only written elements keeps the result exact.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+import numpy as np
+
+from ..scop import Scop
+
+
+@dataclass
+class DataSpace:
+    """One reference's data space for a block: ``{ [prefix] -> A[a] }``."""
+    array: str
+    stmt: str
+    ref: int                  # index into Statement.accesses
+    is_write: bool
+    relation: isl.Map         # prefix -> array elements
+    rank: int                 # rank of the access matrix F
+    depth: int                # dimension of the statement's iteration space
+
+    @property
+    def nonconstant_reuse(self) -> bool:
+        """Condition (1) of seed 000 §3.1.1: rank(F) < dim(i_s)."""
+        return self.rank < self.depth
+
+
+@dataclass
+class Partition:
+    """A maximal group of overlapping data spaces of one array (§3.1)."""
+    array: str
+    spaces: list[DataSpace]
+    beneficial: bool = False
+    reason: str = ""
+
+    @property
+    def reads(self) -> list[DataSpace]:
+        return [d for d in self.spaces if not d.is_write]
+
+    @property
+    def writes(self) -> list[DataSpace]:
+        return [d for d in self.spaces if d.is_write]
+
+    def union(self, spaces: list[DataSpace] | None = None) -> isl.Map | None:
+        out = None
+        for d in self.spaces if spaces is None else spaces:
+            out = d.relation if out is None else out.union(d.relation)
+        return out.coalesce() if out is not None else None
+
+    @property
+    def copy_in(self) -> isl.Map | None:
+        """Elements to load: the union of the read data spaces (§3.1.3)."""
+        return self.union(self.reads)
+
+    @property
+    def copy_out(self) -> isl.Map | None:
+        """Elements to store back: the union of the written data spaces (§3.1.3)."""
+        return self.union(self.writes)
+
+
+@dataclass
+class Box:
+    """Algorithm 2's local storage: per-dimension bounds of the convex union."""
+    lower: list[isl.PwAff]     # g: lower bounds as functions of the prefix
+    upper: list[isl.PwAff]
+    extents: list[int | None]  # largest extent over all blocks (None: unbounded)
+
+    @property
+    def bounded(self) -> bool:
+        return all(e is not None for e in self.extents)
+
+    @property
+    def size(self) -> int | None:
+        if not self.bounded:
+            return None
+        n = 1
+        for e in self.extents:
+            n *= e
+        return n
+
+
+@dataclass
+class Buffer:
+    name: str
+    partition: Partition
+    box: Box
+    ctype: str
+    refs: list[tuple[str, int]] = field(default_factory=list)   # (stmt, access index)
+
+    @property
+    def bytes(self) -> int:
+        from ..scop import DTYPES
+        return (self.box.size or 0) * np.dtype(DTYPES[self.ctype]).itemsize
+
+
+def access_rank(relation: isl.Map) -> int:
+    """Rank of the linear part of an affine access ``S[i] -> A[F i + f]``."""
+    n_in = relation.dim(isl.dim_type.in_)
+    n_out = relation.dim(isl.dim_type.out)
+    if n_in == 0 or n_out == 0:
+        return 0
+    try:
+        pma = isl.PwMultiAff.from_map(relation)
+    except isl.Error:
+        return min(n_in, n_out)
+    rows: list[list[int]] = []
+    pieces: list[isl.MultiAff] = []
+    pma.foreach_piece(lambda _s, ma: pieces.append(ma))
+    if not pieces:
+        return 0
+    ma = pieces[0]
+    for o in range(n_out):
+        aff = ma.get_at(o)
+        if aff.dim(isl.dim_type.div) > 0:       # floor/mod in the subscript
+            rows.append([1] * n_in)
+            continue
+        rows.append([int(aff.get_coefficient_val(isl.dim_type.in_, i).to_python())
+                     for i in range(n_in)])
+    return int(np.linalg.matrix_rank(np.array(rows, dtype=float)))
+
+
+def data_spaces(scop: Scop, prefix: isl.UnionMap, arrays: set[str] | None = None
+                ) -> list[DataSpace]:
+    """Data space of every reference, parametric in the block's prefix schedule.
+
+    ``prefix`` maps each statement instance of the block to the prefix schedule
+    values (tile indices ...) that identify the block; its domain restricts the
+    statement instances considered.
+    """
+    out: list[DataSpace] = []
+    inv = prefix.reverse()
+    for s in scop.statements:
+        dom = prefix.domain().extract_set(s.domain.get_space())
+        if dom.is_empty():
+            continue
+        for k, acc in enumerate(s.accesses):
+            if arrays is not None and acc.array not in arrays:
+                continue
+            rel = isl.UnionMap.from_map(acc.relation.intersect_domain(dom))
+            ds = inv.apply_range(rel)
+            maps: list[isl.Map] = []
+            ds.foreach_map(maps.append)
+            if not maps:
+                continue
+            out.append(DataSpace(acc.array, s.name, k, acc.is_write, maps[0].coalesce(),
+                                 access_rank(acc.relation), len(s.iterators)))
+    return out
+
+
+def partition(spaces: list[DataSpace]) -> list[Partition]:
+    """Connected components of the overlap graph, per array (seed 000 §3.1).
+
+    Two data spaces overlap when some block's images intersect, i.e. when the
+    intersection of the two prefix->element relations is non-empty.
+    """
+    parts: list[Partition] = []
+    for array in dict.fromkeys(d.array for d in spaces):
+        group = [d for d in spaces if d.array == array]
+        parent = list(range(len(group)))
+
+        def find(i: int) -> int:
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+        for i in range(len(group)):
+            for j in range(i + 1, len(group)):
+                if not group[i].relation.intersect(group[j].relation).is_empty():
+                    parent[find(i)] = find(j)
+        comps: dict[int, list[DataSpace]] = {}
+        for i, d in enumerate(group):
+            comps.setdefault(find(i), []).append(d)
+        parts += [Partition(array, c) for c in comps.values()]
+    return parts
+
+
+def _volume(rel: isl.Map, sample: dict[str, int] | None) -> int | None:
+    """Number of elements of a data space for one block (the first block), or None."""
+    s = rel.range() if rel.dim(isl.dim_type.in_) == 0 else \
+        rel.intersect_domain(rel.domain().lexmin()).range()
+    if sample:
+        for name, v in sample.items():
+            pos = s.find_dim_by_name(isl.dim_type.param, name)
+            if pos >= 0:
+                s = s.fix_val(isl.dim_type.param, pos, isl.Val(v))
+    try:
+        c = s.count_val()
+    except isl.Error:
+        return None
+    return int(c.to_python()) if c.is_int() else None
+
+
+def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = None
+          ) -> tuple[bool, str]:
+    """Algorithm 1 of seed 000: is the partition worth a scratchpad buffer?"""
+    for d in part.spaces:
+        if d.nonconstant_reuse:
+            return True, (f"non-constant reuse: {d.stmt} reference has rank {d.rank} "
+                          f"< {d.depth} loops")
+    if len(part.spaces) < 2:
+        return False, "one reference, full-rank access: no reuse"
+    total = _volume(part.union(), sample)
+    if not total:
+        return False, "volume unknown"
+    overlap = 0
+    for i, a in enumerate(part.spaces):
+        for b in part.spaces[i + 1:]:
+            overlap += _volume(a.relation.intersect(b.relation), sample) or 0
+    frac = overlap / total
+    if frac > delta:
+        return True, f"constant reuse: overlap {frac:.0%} of the volume > δ={delta:.0%}"
+    return False, f"constant reuse {frac:.0%} of the volume ≤ δ={delta:.0%}"
+
+
+def bounding_box(rel: isl.Map, context: isl.Set) -> Box:
+    """Algorithm 2: per-dimension bounds of the union as functions of the prefix, and
+    the largest extent over every block and every parameter value."""
+    lower, upper, extents = [], [], []
+    rel = rel.intersect_params(context)
+    for d in range(rel.dim(isl.dim_type.out)):
+        lo = rel.dim_min(d).coalesce()
+        hi = rel.dim_max(d).coalesce()
+        lower.append(lo)
+        upper.append(hi)
+        ext = hi.sub(lo).add_constant_val(isl.Val(1)).intersect_params(context)
+        try:
+            v = ext.max_val()
+            extents.append(int(v.to_python()) if v.is_int() else None)
+        except isl.Error:
+            extents.append(None)
+    return Box(lower, upper, extents)
+
+
+def figure1_example() -> str:
+    """The program of seed 000 Figure 1 (used by tests and the tutorial notebook)."""
+    return """\
+void fig1(double A[200][200], double B[200][200]) {
+  for (int i = 10; i <= 14; i++)
+    for (int j = 10; j <= 14; j++) {
+      A[i][j+1] = A[i+j][j+1] * 3;
+      for (int k = 11; k <= 20; k++)
+        B[i][j+k] = A[i][k] + B[i+j][k];
+    }
+}
+"""
