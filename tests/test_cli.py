@@ -147,3 +147,42 @@ def test_gemm_example_runs(capsys):
         pytest.skip("examples/gemm.c not written yet")
     assert main(["run", str(gemm), "--size", "N=48", "--target", "emulator", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["ok"] is True
+
+
+def test_failed_check_exits_1(scale_c, capsys, monkeypatch):
+    import polymagic.runtime.run as rr
+    real = rr.run
+
+    def failing(compiled, options, namespace=None):
+        report = real(compiled, options, namespace)
+        report.ok, report.mismatches, report.first_mismatch = False, 1, ("B", (0, 0))
+        return report
+
+    monkeypatch.setattr(rr, "run", failing)
+    assert main(["run", str(scale_c), *EMU, "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is False and data["first_mismatch"] == {"array": "B", "index": [0, 0]}
+
+
+def test_emulator_error_exits_1(scale_c, capsys, monkeypatch):
+    import polymagic.runtime.run as rr
+    from polymagic.errors import EmulatorError
+
+    def racing(compiled, options, namespace=None):
+        raise EmulatorError("data race on B[0][0] between threads (0,0,0) and (1,0,0)")
+
+    monkeypatch.setattr(rr, "run", racing)
+    assert main(["run", str(scale_c), *EMU, "--json"]) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"ok": False, "kind": "EmulatorError",
+                                        "error": "data race on B[0][0] between threads "
+                                                 "(0,0,0) and (1,0,0)"}
+    assert "data race" in captured.err
+
+
+def test_no_check_and_quiet(scale_c, capsys):
+    assert main(["run", str(scale_c), *EMU, "--no-check"]) == 0
+    out = capsys.readouterr().out
+    assert "not checked" in out
+    assert main(["run", str(scale_c), *EMU, "--quiet"]) == 0
+    assert capsys.readouterr().out == ""
