@@ -494,3 +494,14 @@ def test_syntax_errors_are_source_errors(src, line, col):
 def test_missing_function_is_an_error():
     with pytest.raises(SourceError, match="one C function"):
         parse_c("#define N 10\n")
+
+
+def test_downward_loop_schedules_decreasing_iterations():
+    """Fuzzer finding: ``for (i = N - 1; i >= 1; i--)`` was scheduled as i
+    increasing, so the dependences (and the device result) were wrong."""
+    scop = parse_c("void f(int N, double B[N + 2]) {\n"
+                   "  for (int i = N - 1; i >= 1; i--)\n"
+                   "    B[i + 1] = 0.5 * B[i];\n}\n")
+    before = scop.schedule.lex_lt_union_map(scop.schedule)
+    assert isl.UnionMap("[N] -> { S0[3] -> S0[2] : N = 4 }").is_subset(before)
+    assert not isl.UnionMap("[N] -> { S0[2] -> S0[3] : N = 4 }").is_subset(before)

@@ -768,7 +768,8 @@ class _Builder:
         self.scopes.append({})
         self.scopes[-1][it] = _Sym("iter", it, ctype, pos=depth)
         self.iters.append(it)
-        self.prefix += [self.pos[-1], it]
+        # a loop that counts down runs its iterations in decreasing order: -it
+        self.prefix += [self.pos[-1], it if step > 0 else "-" + it]
         self.pos.append(0)
         self.dom = dom.coalesce()
         self.stmt(n.stmt)
@@ -1312,8 +1313,9 @@ class _Builder:
     # -- schedule --
 
     def schedule(self) -> isl.UnionMap:
-        """The textual order in 2d+1 form, padded with zeros to a common length
-        (restricted to the statement domains)."""
+        """The execution order in 2d+1 form, padded with zeros to a common length
+        (restricted to the statement domains); a loop that counts down contributes
+        ``-it`` (its iterations run in decreasing order)."""
         umap = isl.UnionMap.empty(self.context.get_space())
         width = max((len(s) for s in self.sched), default=1)
         npar = len(self.size_params)
@@ -1328,7 +1330,10 @@ class _Builder:
             for k, v in enumerate(sched + [0] * (width - len(sched))):
                 c = isl.Constraint.equality_alloc(ls).set_coefficient_val(isl.dim_type.out, k, 1)
                 if isinstance(v, str):
-                    c = c.set_coefficient_val(isl.dim_type.in_, st.iterators.index(v), -1)
+                    down = v.startswith("-")
+                    c = c.set_coefficient_val(isl.dim_type.in_,
+                                              st.iterators.index(v.lstrip("-")),
+                                              1 if down else -1)
                 else:
                     c = c.set_constant_val(-v)
                 m = m.add_constraint(c)
