@@ -28,15 +28,18 @@ import islpy as isl
 
 from . import kir
 from .errors import OptionsError, PolymagicError
-from .expr import Binary, Call, CPrinter, Expr, Int, Var, substitute_assign
+from .expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Var, map_expr,
+                   substitute, substitute_assign)
 from .expr import walk as walk_expr
 from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
+from .memory.plan import BufferPlan, CopyNamer, KernelMemory, graft_copies, plan_kernel_memory
 from .options import Options
 from .schedule import ScheduleResult
 from .scop import Scop
 
 DEFAULT_TILES = {1: (256,), 2: (32, 32), 3: (4, 8, 32)}
 DEFAULT_BLOCKS = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
+DEFAULT_SUB_TILE = 16
 MARK_PREFIX = "pm_kernel"
 _ALL_IDS = list(kir.THREAD_IDS.values()) + list(kir.BLOCK_IDS.values())
 
@@ -58,6 +61,8 @@ class KernelPlan:
     members: list[MappedMember]          # outermost first; empty for one-thread kernels
     sequential: list[str] = field(default_factory=list)   # unmapped band members
     statements: list[str] = field(default_factory=list)
+    sub_tiles: list[str] = field(default_factory=list)    # sequential members sub-tiled
+    memory: KernelMemory | None = None
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -70,6 +75,7 @@ class MappingResult:
     schedule: isl.Schedule               # the mapped schedule tree (tiled, marked)
     plans: dict[str, KernelPlan]
     host_loops: list[str]
+    copies: dict[str, tuple[str, BufferPlan]] = field(default_factory=dict)
 
 
 # ---- schedule tree transformation ---------------------------------------------------
@@ -121,6 +127,7 @@ class _Mapper:
         self.options = options
         self.plans: dict[str, KernelPlan] = {}
         self.host_loops: list[str] = []
+        self.namer = CopyNamer()
 
     def new_name(self) -> str:
         return f"{MARK_PREFIX}{len(self.plans)}"
@@ -172,10 +179,13 @@ class _Mapper:
         n = node.band_n_member()
         m = min(_leading_coincident(node), 3)
         full = node.band_get_partial_schedule()
-        seq = [_member_text(full, i) for i in range(m, n)]
-        if n > m:
-            node = node.band_split(m)
+        # sub-tile the sequential members too when buffers may be used (seed 000 §4.1)
+        s = n - m if self.options.shared != "none" and n > m and node.band_get_permutable() else 0
+        seq = [_member_text(full, i) for i in range(m + s, n)]
+        if n > m + s:
+            node = node.band_split(m + s)
         tiles, threads = self.tile_sizes(m)
+        tiles = tiles + self.sub_tile_sizes(m, s)
         space = node.band_get_space()
         node = node.band_tile(isl.MultiVal.from_val_list(space, _val_list(tiles)))
         domain = node.get_domain()
@@ -185,8 +195,8 @@ class _Mapper:
             isl.UnionMap.from_multi_union_pw_aff(tile_sched).intersect_domain(domain).range()
         ).intersect_params(self.scop.context)
         members: list[MappedMember] = []
-        filt = domain
-        ctx_constraints = []
+        block_filt, thread_filt = domain, domain
+        block_ctx, thread_ctx = [], []
         for j in range(m):
             axis = "xyz"[m - 1 - j]
             tmin = rng.dim_min(j).coalesce()
@@ -195,20 +205,62 @@ class _Mapper:
                                         tmin, tmax))
             b = isl.UnionPwAff.param_on_domain_id(domain, _param_id(kir.BLOCK_IDS[axis]))
             t = isl.UnionPwAff.param_on_domain_id(domain, _param_id(kir.THREAD_IDS[axis]))
-            tile_j = tile_sched.get_at(j)
             offset = isl.UnionPwAff.pw_aff_on_domain(domain, tmin)
-            filt = filt.intersect(tile_j.sub(offset).sub(b).zero_union_set())
+            block_filt = block_filt.intersect(
+                tile_sched.get_at(j).sub(offset).sub(b).zero_union_set())
             point_j = point_sched.get_at(j)
             if threads[j] == tiles[j]:
-                filt = filt.intersect(point_j.sub(t).zero_union_set())
+                thread_filt = thread_filt.intersect(point_j.sub(t).zero_union_set())
             else:
-                filt = filt.intersect(point_j.sub(t).mod_val(isl.Val(threads[j])).zero_union_set())
-            ctx_constraints.append(f"0 <= {kir.THREAD_IDS[axis]} < {threads[j]}")
-            ctx_constraints.append(f"{kir.BLOCK_IDS[axis]} >= 0")
-        bounds = isl.Set(f"[{', '.join(_ALL_IDS)}] -> {{ : {' and '.join(ctx_constraints)} }}")
-        node = node.insert_filter(filt.intersect_params(bounds))
-        self.plans[name] = KernelPlan(name, members, seq, _statements(node))
+                thread_filt = thread_filt.intersect(
+                    point_j.sub(t).mod_val(isl.Val(threads[j])).zero_union_set())
+            thread_ctx.append(f"0 <= {kir.THREAD_IDS[axis]} < {threads[j]}")
+            block_ctx.append(f"{kir.BLOCK_IDS[axis]} >= 0")
+        plan = KernelPlan(name, members, seq, _statements(node))
+        for j in range(m, m + s):
+            plan.sub_tiles.append(f"{_member_text(full, j)} (sub-tile {tiles[j]})")
+        if s:
+            node = node.band_split(m)
+        depth = node.get_tree_depth()
+        outer = node.child(0)                       # sub-tile band, or the point band
+        inner = outer.child(0) if s else outer
+        if self.options.shared != "none":
+            plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name)
+        # threads are mapped right above the point band, below the copy code, so the
+        # loops and barriers around the copies do not depend on thread ids
+        inner = inner.insert_filter(thread_filt.intersect_params(_id_bounds(thread_ctx)))
+        node = self.add_copies(inner, plan, s > 0)
+        node = node.ancestor(node.get_tree_depth() - depth)
+        node = node.insert_filter(block_filt.intersect_params(_id_bounds(block_ctx)))
+        self.plans[name] = plan
         return node.insert_mark(isl.Id(name))
+
+    def sub_tile_sizes(self, m: int, s: int) -> tuple[int, ...]:
+        """Sizes of the sequential (sub-tile) members: from --tile after the first m."""
+        given = list(self.options.tile or ())[m:m + s]
+        return tuple(given + [DEFAULT_SUB_TILE] * (s - len(given)))
+
+    def add_copies(self, inner: isl.ScheduleNode, plan: KernelPlan, has_sub: bool
+                   ) -> isl.ScheduleNode:
+        """Graft the copy code of the planned buffers: sub-tile buffers around the
+        point band (``inner``), block buffers around the sub-tile loop."""
+        mem = plan.memory
+        if mem is None or not mem.buffers:
+            return inner
+        inner_bufs = [b for b in mem.buffers if b.level == "sub-tile"]
+        outer_bufs = [b for b in mem.buffers if b.level == "block"]
+        node = graft_copies(self.scop, inner, inner_bufs, plan.block, self.namer)
+        if has_sub and outer_bufs:
+            node = node.parent()
+            while node.get_type() != isl.schedule_node_type.band:
+                node = node.parent()
+        if outer_bufs:
+            node = graft_copies(self.scop, node, outer_bufs, plan.block, self.namer)
+        return node
+
+
+def _id_bounds(constraints: list[str]) -> isl.Set:
+    return isl.Set(f"[{', '.join(_ALL_IDS)}] -> {{ : {' and '.join(constraints) or '1 = 1'} }}")
 
 
 def _param_id(name: str) -> isl.Id:
@@ -232,7 +284,8 @@ def map_schedule(scop: Scop, sched: ScheduleResult, options: Options) -> Mapping
     mapper = _Mapper(scop, options)
     root = sched.schedule.align_params(_mapped_param_space(scop)).get_root()
     node = mapper.visit(root.child(0)) if root.n_children() else root
-    return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops)
+    return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops,
+                         mapper.namer.copies)
 
 
 def _mapped_param_space(scop: Scop) -> isl.Space:
@@ -252,6 +305,8 @@ class _Lowerer:
         self.kernels: dict[str, kir.Kernel] = {}
         self.host_vars: list[str] = []
         self.guards: list[list[Expr]] = []
+        self.used_buffers: dict[str, BufferPlan] = {}
+        self.block_dims = (1, 1, 1)
 
     def block(self, node: isl.AstNode, in_kernel: bool) -> list[kir.Stmt]:
         t = node.get_type()
@@ -269,7 +324,10 @@ class _Lowerer:
                 return self.host_if(node, cond)
             then = self.block(node.if_get_then_node(), in_kernel)
             orelse = self.block(node.if_get_else_node(), in_kernel) if node.if_has_else_node() else []
-            return [kir.If(cond, then, orelse)]
+            kept = [c for c in _conjuncts(cond) if not _implied_by_block(c, self.block_dims)]
+            if not kept:
+                return then
+            return [kir.If(_conjoin(kept), then, orelse)]
         if t == isl.ast_node_type.mark:
             name = node.mark_get_id().get_name()
             if in_kernel or not name.startswith(MARK_PREFIX):
@@ -310,20 +368,68 @@ class _Lowerer:
         step = val_to_int(node.for_get_inc().get_val())
         return kir.Loop(var, init, upper, step, body)
 
-    def compute(self, call: isl.AstExpr) -> kir.Compute:
+    def compute(self, call: isl.AstExpr) -> kir.Stmt:
         name = call.get_op_arg(0).get_id().get_name()
-        stmt = self.scop.statement(name)
         args = [ast_expr_to_expr(call.get_op_arg(i + 1)) for i in range(call.get_op_n_arg() - 1)]
-        return kir.Compute(name, substitute_assign(stmt.body, dict(zip(stmt.iterators, args))))
+        if name.startswith("pm_sync"):
+            return kir.Barrier(int(name[len("pm_sync"):]))
+        if name in self.mapping.copies:
+            return self.copy(name, args)
+        stmt = self.scop.statement(name)
+        body = self.buffered_body(stmt)
+        return kir.Compute(name, substitute_assign(body, dict(zip(stmt.iterators, args))))
+
+    def copy(self, name: str, args: list[Expr]) -> kir.Compute:
+        """``sh[a - g(p)] = A[a]`` (copy-in) or ``A[a] = sh[a - g(p)]`` (copy-out)."""
+        direction, buf = self.mapping.copies[name]
+        na = len(buf.extents)
+        p, a = args[:len(args) - na], args[len(args) - na:]
+        env = {f"p{i}": e for i, e in enumerate(p)}
+        local = tuple(Binary("-", ai, substitute(_prefix_expr(g), env)) for ai, g in zip(a, buf.lower))
+        glob = Access(buf.array, tuple(a))
+        sh = Access(buf.name, local)
+        self.used_buffers.setdefault(buf.name, buf)
+        if direction == "in":
+            return kir.Compute(name, Assign(sh, "=", glob))
+        return kir.Compute(name, Assign(glob, "=", sh))
+
+    def buffered_body(self, stmt) -> Assign:
+        """The statement with its buffered references rewritten to ``F'(y) - g``
+        (seed 000 §3.1.2), ``g`` the buffer's lower bounds at the block's prefix."""
+        refs = {r: b for b in self.buffers_of(stmt.name) for r in b.refs if r[0] == stmt.name}
+        if not refs:
+            return stmt.body
+        order = _access_order(stmt.body)
+        if len(order) != len(stmt.accesses):
+            raise PolymagicError(f"internal: access count mismatch in {stmt.name}")
+        rewrite: dict[int, BufferPlan] = {}
+        for k, _ in enumerate(order):
+            if (stmt.name, k) in refs:
+                rewrite[k] = refs[(stmt.name, k)]
+                self.used_buffers.setdefault(refs[(stmt.name, k)].name, refs[(stmt.name, k)])
+
+        def local(acc: Access, buf: BufferPlan) -> Access:
+            g = [pw_aff_to_expr(lb.pullback_pw_multi_aff(_stmt_prefix(buf, stmt)))
+                 for lb in buf.lower]
+            return Access(buf.name, tuple(Binary("-", i, gi) for i, gi in zip(acc.index, g)))
+        return _rewrite_accesses(stmt.body, {k: (lambda a, b=b: local(a, b))
+                                             for k, b in rewrite.items()})
+
+    def buffers_of(self, stmt: str) -> list[BufferPlan]:
+        return [b for plan in self.mapping.plans.values() if plan.memory
+                for b in plan.memory.buffers if any(r[0] == stmt for r in b.refs)]
 
     def launch(self, name: str, body_node: isl.AstNode) -> kir.Launch:
         plan = self.mapping.plans[name]
+        self.used_buffers = {}
+        self.block_dims = plan.block
         body = self.block(body_node, True)
+        shared = [kir.SharedDecl(b.name, b.ctype, b.extents) for b in self.used_buffers.values()]
         guard = [c for g in self.guards for c in g if not _implied_by_block(c, plan.block)]
         if guard:
             body = [kir.If(_conjoin(guard), body)]
         kname = f"kernel{len(self.kernels)}"
-        used = kir.used_vars(body)
+        used = kir.used_vars(body) - {b.name for b in shared}
         for a in [a for a in self.scop.arrays if a in used]:
             for ext in self.scop.arrays[a].shape[1:]:      # printed into linearised subscripts
                 used |= {x.name for x in walk_expr(ext) if isinstance(x, Var)}
@@ -339,9 +445,58 @@ class _Lowerer:
         summary = _plan_summary(kname, plan)
         if plan.members:
             summary += "; grid " + " x ".join(CPrinter()(g) for g in grid if g != Int(1))
+        if plan.sub_tiles:
+            summary += "; sub-tiled: " + ", ".join(plan.sub_tiles)
+        if shared:
+            summary += "; shared: " + ", ".join(
+                f"{d.name}[{']['.join(map(str, d.shape))}]" for d in shared)
         self.kernels[kname] = kir.Kernel(kname, body, plan.block, arrays, scalars, ints,
-                                         summary=summary)
+                                         shared=shared, summary=summary)
         return kir.Launch(kname, tuple(grid))
+
+
+def _prefix_expr(g: isl.PwAff) -> Expr:
+    """A buffer lower bound (a function of the prefix dims) with dims named p0, p1..."""
+    for i in range(g.dim(isl.dim_type.in_)):
+        g = g.set_dim_id(isl.dim_type.in_, i, isl.Id(f"p{i}"))
+    return pw_aff_to_expr(g)
+
+
+def _stmt_prefix(buf: BufferPlan, stmt) -> isl.PwMultiAff:
+    """The prefix schedule of the buffer's level as a function of the statement's
+    instance (e.g. gemm's ``S0[i, j, k] -> [floor(i/32), floor(j/32), floor(k/16)]``)."""
+    maps: list[isl.Map] = []
+    buf.prefix.foreach_map(lambda m: maps.append(m) if m.get_tuple_name(isl.dim_type.in_) == stmt.name else None)
+    m = maps[0]
+    for i, it in enumerate(stmt.iterators):
+        m = m.set_dim_id(isl.dim_type.in_, i, isl.Id(it))
+    return isl.PwMultiAff.from_map(m)
+
+
+def _access_order(a: Assign) -> list[Access]:
+    """Accesses in the front end's order: target read (compound ops), value reads
+    left to right, target write."""
+    vals = [x for x in walk_expr(a.value) if isinstance(x, Access)]
+    return ([a.target] if a.op != "=" else []) + vals + [a.target]
+
+
+def _rewrite_accesses(a: Assign, repl: dict) -> Assign:
+    """Replace the k-th access (in :func:`_access_order`) by ``repl[k](access)``."""
+    order = _access_order(a)
+    n_val = len(order) - (2 if a.op != "=" else 1)
+    counter = iter(range(1 if a.op != "=" else 0, 1 + n_val if a.op != "=" else n_val))
+
+    def f(e):
+        if isinstance(e, Access):
+            k = next(counter)
+            return repl[k](e) if k in repl else e
+        return None
+    value = map_expr(a.value, f)
+    w = len(order) - 1
+    target = repl[w](a.target) if w in repl else a.target
+    if a.op != "=" and (0 in repl) != (w in repl):
+        raise PolymagicError("internal: read and write of one target in different buffers")
+    return Assign(target, a.op, value)
 
 
 def _conjuncts(e: Expr) -> list[Expr]:
@@ -364,6 +519,8 @@ def _implied_by_block(c: Expr, block: tuple[int, int, int]) -> bool:
         if c.a.name in ids and c.op == "<=" and c.b.value >= ids[c.a.name] - 1:
             return True
         if c.a.name in kir.MAPPED_IDS and c.op == ">=" and c.b.value <= 0:
+            return True
+        if c.a.name in ids and c.op == "==" and c.b.value == 0 and ids[c.a.name] == 1:
             return True
     return False
 

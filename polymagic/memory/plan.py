@@ -1,0 +1,236 @@
+"""Memory planning for one thread-block tile: shared-memory buffers and copy code.
+
+Seed 000 §3 decides *what* to buffer (data spaces, partitions, Algorithm 1 and 2,
+see :mod:`.scratchpad`); this module decides *where* and emits the copies into the
+schedule tree, following seed 004 §4.2 (Algorithm 2: copy-in, compute, copy-out
+ordered by an extra sequence level) and seed 000 §4.1-4.2 (multi-level tiling: the
+sequential members of the band are sub-tiled so a sub-tile's data fits in M_up;
+copy code is hoisted out of the sub-tile loop when an array's data space does not
+depend on it, e.g. gemm's C).
+
+Copies are new statements grafted into the tree with isl extension nodes, so
+isl's AST generator scans them (each element once, even when references overlap,
+seed 000 §3.1.3).  The innermost copy dimension is distributed cyclically over
+threadIdx.x (then y, z) so consecutive threads touch consecutive addresses
+(coalescing, seed 004 §4.2).  Barriers (``__syncthreads``) are grafted as
+zero-dimensional statements: before the copy-in (the previous sub-tile may still
+read the buffers), after it, and between compute and copy-out (seed 004 §4.3).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from .. import kir
+from ..options import Options
+from ..scop import Scop
+from .scratchpad import Box, Partition, bounding_box, data_spaces, partition, reuse
+
+#: Largest static shared memory a block may declare without the opt-in attribute.
+STATIC_SHARED_LIMIT = 48 * 1024
+
+
+@dataclass
+class BufferPlan:
+    """One shared-memory buffer: a partition of an array for one block tile."""
+    name: str
+    array: str
+    ctype: str
+    extents: tuple[int, ...]
+    lower: list[isl.PwAff]          # g: lower bounds as functions of the prefix
+    prefix: isl.UnionMap            # statement instances -> prefix at the buffer's level
+    refs: list[tuple[str, int]]     # (statement, access index) rewritten to the buffer
+    level: str                      # 'block' (hoisted out of the sub-tile loop) or 'sub-tile'
+    reason: str
+    copy_in: isl.Map | None
+    copy_out: isl.Map | None
+
+    @property
+    def nbytes(self) -> int:
+        import numpy as np
+        from ..scop import DTYPES
+        n = 1
+        for e in self.extents:
+            n *= e
+        return n * np.dtype(DTYPES[self.ctype]).itemsize
+
+
+@dataclass
+class KernelMemory:
+    buffers: list[BufferPlan] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)   # one line per array
+
+    @property
+    def shared_bytes(self) -> int:
+        return sum(b.nbytes for b in self.buffers)
+
+
+def _prefix(node: isl.ScheduleNode) -> isl.UnionMap:
+    return node.get_prefix_schedule_union_map().intersect_domain(node.get_domain())
+
+
+def _candidates(scop: Scop, prefix: isl.UnionMap, options: Options,
+                arrays: list[str]) -> list[tuple[Partition, Box, bool, str]]:
+    """Partitions of the given arrays at one level with their boxes and decisions."""
+    out = []
+    sample = {p: 16 for p in scop.size_params}
+    for part in partition(data_spaces(scop, prefix, set(arrays))):
+        box = bounding_box(part.union(), scop.context)
+        if options.shared == "all":
+            ok, why = True, "--shared all: every partition is buffered"
+        else:
+            ok, why = reuse(part, options.delta, sample)
+        out.append((part, box, ok, why))
+    return out
+
+
+def plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleNode,
+                       options: Options, kernel: str) -> KernelMemory:
+    """Choose buffers for a block tile.
+
+    ``outer`` is the node just below the block tile loops (the sub-tile band, or the
+    point band when there is none), ``inner`` the point band.  An array is buffered
+    at the outer level when all its partitions there are bounded (its whole block
+    footprint fits a fixed buffer), else at the inner (sub-tile) level.
+    """
+    mem = KernelMemory()
+    arrays = sorted({a.array for s in scop.statements for a in s.accesses
+                     if not _prefix(inner).domain().extract_set(s.domain.get_space()).is_empty()},
+                    key=list(scop.arrays).index)
+    pre_outer, pre_inner = _prefix(outer), _prefix(inner)
+    same_level = outer.is_equal(inner)
+    chosen: list[BufferPlan] = []
+    for array in arrays:
+        level, prefix = "block", pre_outer
+        cands = _candidates(scop, pre_outer, options, [array])
+        if not same_level and not all(box.bounded for _, box, _, _ in cands):
+            level, prefix = "sub-tile", pre_inner
+            cands = _candidates(scop, pre_inner, options, [array])
+        reasons = []
+        for part, box, ok, why in cands:
+            if not ok:
+                reasons.append(f"not buffered ({why})")
+                continue
+            if not box.bounded:
+                reasons.append("not buffered (footprint grows with the problem size)")
+                continue
+            kid = kernel.rsplit("kernel", 1)[-1]
+            name = f"sh{kid}_{array}" + (f"_{len(reasons)}" if len(cands) > 1 else "")
+            chosen.append(BufferPlan(name, array, scop.arrays[array].ctype,
+                                     tuple(box.extents), box.lower, prefix,
+                                     [(d.stmt, d.ref) for d in part.spaces], level, why,
+                                     part.copy_in, part.copy_out))
+            reasons.append(f"{name}[{']['.join(map(str, box.extents))}] per {level} ({why})")
+        mem.decisions.append(f"{kernel}: {array}: " + "; ".join(reasons))
+    limit = min(options.shared_mem, STATIC_SHARED_LIMIT)
+    chosen.sort(key=lambda b: b.nbytes)
+    total = 0
+    for b in chosen:
+        if total + b.nbytes > limit:
+            mem.decisions.append(f"{kernel}: {b.array}: {b.name} dropped: "
+                                 f"{total + b.nbytes} bytes would exceed {limit} per block")
+            continue
+        total += b.nbytes
+        mem.buffers.append(b)
+    return mem
+
+
+# ---- copy code in the schedule tree ---------------------------------------------
+
+def _params(scop: Scop) -> str:
+    return ", ".join(scop.size_params + list(kir.THREAD_IDS.values()) +
+                     list(kir.BLOCK_IDS.values()))
+
+
+def _prefix_dims(node: isl.ScheduleNode) -> int:
+    return node.get_schedule_depth()
+
+
+def _thread_filter(stmt: str, np_: int, na: int, block: tuple[int, int, int]) -> str:
+    """Cyclic distribution of the copy loops: innermost dim over threadIdx.x, ..."""
+    conds = []
+    axes = [a for a, b in zip("xyz", block) if b > 1] or ["x"]
+    dims = [f"a{i}" for i in range(na)]
+    if na == 1 and len(axes) > 1:           # a 1-d buffer: use all threads of the block
+        lin, stride = "", 1
+        parts = []
+        for a in axes:
+            parts.append(f"{stride} * {kir.THREAD_IDS[a]}")
+            stride *= block["xyz".index(a)]
+        conds.append(f"({dims[0]} - ({' + '.join(parts)})) mod {stride} = 0")
+    else:
+        for a, d in zip(axes, reversed(dims)):
+            conds.append(f"({d} - {kir.THREAD_IDS[a]}) mod {block['xyz'.index(a)]} = 0")
+        for a in axes[len(dims):]:
+            conds.append(f"{kir.THREAD_IDS[a]} = 0")
+    for a, b in zip("xyz", block):
+        conds.append(f"0 <= {kir.THREAD_IDS[a]} < {b}")
+    p = ", ".join([f"p{i}" for i in range(np_)] + dims)
+    return f"{{ {stmt}[{p}] : {' and '.join(conds)} }}"
+
+
+def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
+                block: tuple[int, int, int]) -> isl.ScheduleNode:
+    """An extension subtree adding ``stmt[p, a]`` for every ``a`` in ``rel(p)``,
+    scanned by a band over ``a`` whose innermost dims are distributed over threads."""
+    np_ = _prefix_dims(node)
+    na = rel.dim(isl.dim_type.out)
+    ext = rel.domain_map().reverse().flatten_range().set_tuple_name(isl.dim_type.out, stmt)
+    graft = isl.ScheduleNode.from_extension(isl.UnionMap.from_map(ext))
+    params = _params(scop)
+    p = ", ".join([f"p{i}" for i in range(np_)] + [f"a{i}" for i in range(na)])
+    leaf = graft.child(0)
+    if na:
+        members = ", ".join(f"{{ {stmt}[{p}] -> [(a{i})] }}" for i in range(na))
+        leaf = leaf.insert_partial_schedule(isl.MultiUnionPwAff(f"[{params}] -> [{members}]"))
+    leaf = leaf.insert_filter(isl.UnionSet(f"[{params}] -> " + _thread_filter(stmt, np_, na, block)))
+    return leaf.root()
+
+
+def _sync_graft(scop: Scop, node: isl.ScheduleNode, stmt: str) -> isl.ScheduleNode:
+    np_ = _prefix_dims(node)
+    p = ", ".join(f"p{i}" for i in range(np_))
+    ext = isl.UnionMap(f"[{_params(scop)}] -> {{ [{p}] -> {stmt}[{p}] }}")
+    return isl.ScheduleNode.from_extension(ext)
+
+
+class CopyNamer:
+    """Unique names of grafted copy and barrier statements across a program."""
+
+    def __init__(self):
+        self.n_sync = 0
+        self.copies: dict[str, tuple[str, BufferPlan]] = {}   # stmt -> (direction, buffer)
+
+    def sync(self) -> str:
+        self.n_sync += 1
+        return f"pm_sync{self.n_sync}"
+
+    def copy(self, direction: str, buf: BufferPlan) -> str:
+        name = f"pm_{direction}_{buf.name}"
+        self.copies[name] = (direction, buf)
+        return name
+
+
+def graft_copies(scop: Scop, node: isl.ScheduleNode, buffers: list[BufferPlan],
+                 block: tuple[int, int, int], namer: CopyNamer) -> isl.ScheduleNode:
+    """Surround ``node`` with [sync, copy-in..., sync, node, sync, copy-out...].
+
+    The leading barrier keeps the previous sub-tile's compute and copy-out from
+    racing with this sub-tile's writes into the same buffers."""
+    if not buffers:
+        return node
+    ins = [b for b in buffers if b.copy_in is not None]
+    outs = [b for b in buffers if b.copy_out is not None]
+    node = node.graft_before(_sync_graft(scop, node, namer.sync()))
+    if ins:
+        for b in ins:
+            node = node.graft_before(_copy_graft(scop, node, namer.copy("in", b),
+                                                 b.copy_in, block))
+        node = node.graft_before(_sync_graft(scop, node, namer.sync()))
+    if outs:
+        for b in reversed(outs):
+            node = node.graft_after(_copy_graft(scop, node, namer.copy("out", b),
+                                                b.copy_out, block))
+        node = node.graft_after(_sync_graft(scop, node, namer.sync()))
+    return node
