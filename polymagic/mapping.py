@@ -179,6 +179,7 @@ class _Mapper:
         n = node.band_n_member()
         m = min(_leading_coincident(node), 3)
         full = node.band_get_partial_schedule()
+        host_prefix = node.get_prefix_schedule_union_map()
         # sub-tile the sequential members too when buffers may be used (seed 000 §4.1)
         s = n - m if self.options.shared != "none" and n > m and node.band_get_permutable() else 0
         seq = [_member_text(full, i) for i in range(m + s, n)]
@@ -225,7 +226,8 @@ class _Mapper:
         outer = node.child(0)                       # sub-tile band, or the point band
         inner = outer.child(0) if s else outer
         if self.options.shared != "none":
-            plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name)
+            plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name,
+                                             host_prefix)
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(_id_bounds(thread_ctx)))
@@ -587,4 +589,5 @@ def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
     blocks = "; ".join(k.summary + f", block {k.block[0]}x{k.block[1]}x{k.block[2]}"
                        for k in program.kernels.values())
     summary = f"{host}{len(program.kernels)} kernel(s), {len(launches)} launch site(s): {blocks}"
-    return program, summary, []
+    notes = [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
+    return program, summary, notes

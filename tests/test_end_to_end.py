@@ -60,9 +60,16 @@ def test_default_tiles_size_smaller_than_tile(name):
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
-def test_cyclic_threads_default_block(name):
+def test_cyclic_threads_without_shared_memory(name):
     # tile 16 with 4 threads per axis: each thread runs several points of its tile
-    _run(name, KERNELS[name][0], tile=(16, 16, 16), block=(4, 4, 1), seed=3)
+    _run(name, KERNELS[name][0], tile=(16, 16, 16), block=(4, 4, 1), seed=3, shared="none")
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_every_partition_in_shared_memory(name):
+    # --shared all (the scratchpad-only machines of seed 000 §3), small shared limit
+    _run(name, KERNELS[name][0], tile=(8, 8, 4), block=(8, 2, 1), seed=5, shared="all",
+         shared_mem=4096)
 
 
 @pytest.mark.parametrize("name,sizes", [("gemm", {"N": 20}),

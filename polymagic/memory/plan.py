@@ -71,11 +71,12 @@ def _prefix(node: isl.ScheduleNode) -> isl.UnionMap:
 
 
 def _candidates(scop: Scop, prefix: isl.UnionMap, options: Options,
-                arrays: list[str]) -> list[tuple[Partition, Box, bool, str]]:
+                arrays: list[str], fixed: isl.UnionMap | None
+                ) -> list[tuple[Partition, Box, bool, str]]:
     """Partitions of the given arrays at one level with their boxes and decisions."""
     out = []
-    sample = {p: 16 for p in scop.size_params}
-    for part in partition(data_spaces(scop, prefix, set(arrays))):
+    sample = {p: 100 for p in scop.size_params}
+    for part in partition(data_spaces(scop, prefix, set(arrays), fixed)):
         box = bounding_box(part.union(), scop.context)
         if options.shared == "all":
             ok, why = True, "--shared all: every partition is buffered"
@@ -86,7 +87,8 @@ def _candidates(scop: Scop, prefix: isl.UnionMap, options: Options,
 
 
 def plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleNode,
-                       options: Options, kernel: str) -> KernelMemory:
+                       options: Options, kernel: str, fixed: isl.UnionMap | None = None
+                       ) -> KernelMemory:
     """Choose buffers for a block tile.
 
     ``outer`` is the node just below the block tile loops (the sub-tile band, or the
@@ -103,10 +105,10 @@ def plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleN
     chosen: list[BufferPlan] = []
     for array in arrays:
         level, prefix = "block", pre_outer
-        cands = _candidates(scop, pre_outer, options, [array])
+        cands = _candidates(scop, pre_outer, options, [array], fixed)
         if not same_level and not all(box.bounded for _, box, _, _ in cands):
             level, prefix = "sub-tile", pre_inner
-            cands = _candidates(scop, pre_inner, options, [array])
+            cands = _candidates(scop, pre_inner, options, [array], fixed)
         reasons = []
         for part, box, ok, why in cands:
             if not ok:

@@ -117,34 +117,50 @@ class Buffer:
         return (self.box.size or 0) * np.dtype(DTYPES[self.ctype]).itemsize
 
 
-def access_rank(relation: isl.Map) -> int:
-    """Rank of the linear part of an affine access ``S[i] -> A[F i + f]``."""
+def _linear_rows(relation: isl.Map) -> list[list[int]]:
+    """Rows of the linear part of an affine map ``S[i] -> [F i + f]`` (a subscript
+    with floor/mod counts as depending on every iterator)."""
     n_in = relation.dim(isl.dim_type.in_)
     n_out = relation.dim(isl.dim_type.out)
     if n_in == 0 or n_out == 0:
-        return 0
+        return []
     try:
         pma = isl.PwMultiAff.from_map(relation)
     except isl.Error:
-        return min(n_in, n_out)
-    rows: list[list[int]] = []
+        return [[1] * n_in for _ in range(n_out)]
     pieces: list[isl.MultiAff] = []
     pma.foreach_piece(lambda _s, ma: pieces.append(ma))
     if not pieces:
-        return 0
-    ma = pieces[0]
+        return []
+    rows = []
     for o in range(n_out):
-        aff = ma.get_at(o)
-        if aff.dim(isl.dim_type.div) > 0:       # floor/mod in the subscript
+        aff = pieces[0].get_at(o)
+        if aff.dim(isl.dim_type.div) > 0:
             rows.append([1] * n_in)
             continue
         rows.append([int(aff.get_coefficient_val(isl.dim_type.in_, i).to_python())
                      for i in range(n_in)])
-    return int(np.linalg.matrix_rank(np.array(rows, dtype=float)))
+    return rows
 
 
-def data_spaces(scop: Scop, prefix: isl.UnionMap, arrays: set[str] | None = None
-                ) -> list[DataSpace]:
+def access_rank(relation: isl.Map, fixed: isl.Map | None = None) -> tuple[int, int]:
+    """(rank, dimension) of an access for condition (1) of seed 000 §3.1.1.
+
+    ``fixed`` maps the statement to the outer loops that are constant within the
+    block (host loops such as a time loop launched once per iteration): those
+    dimensions do not vary inside the block, so they count neither in the rank nor
+    in the iteration-space dimension.
+    """
+    n_in = relation.dim(isl.dim_type.in_)
+    h = _linear_rows(fixed) if fixed is not None else []
+    f = _linear_rows(relation)
+    rank_h = int(np.linalg.matrix_rank(np.array(h, dtype=float))) if h else 0
+    rank_hf = int(np.linalg.matrix_rank(np.array(h + f, dtype=float))) if h + f else 0
+    return rank_hf - rank_h, n_in - rank_h
+
+
+def data_spaces(scop: Scop, prefix: isl.UnionMap, arrays: set[str] | None = None,
+                fixed: isl.UnionMap | None = None) -> list[DataSpace]:
     """Data space of every reference, parametric in the block's prefix schedule.
 
     ``prefix`` maps each statement instance of the block to the prefix schedule
@@ -166,9 +182,18 @@ def data_spaces(scop: Scop, prefix: isl.UnionMap, arrays: set[str] | None = None
             ds.foreach_map(maps.append)
             if not maps:
                 continue
+            rank, depth = access_rank(acc.relation, _stmt_map(fixed, s.name))
             out.append(DataSpace(acc.array, s.name, k, acc.is_write, maps[0].coalesce(),
-                                 access_rank(acc.relation), len(s.iterators)))
+                                 rank, depth))
     return out
+
+
+def _stmt_map(umap: isl.UnionMap | None, stmt: str) -> isl.Map | None:
+    if umap is None:
+        return None
+    found: list[isl.Map] = []
+    umap.foreach_map(lambda m: found.append(m) if m.get_tuple_name(isl.dim_type.in_) == stmt else None)
+    return found[0] if found else None
 
 
 def partition(spaces: list[DataSpace]) -> list[Partition]:
@@ -200,13 +225,15 @@ def partition(spaces: list[DataSpace]) -> list[Partition]:
 
 def _volume(rel: isl.Map, sample: dict[str, int] | None) -> int | None:
     """Number of elements of a data space for one block (the first block), or None."""
+    if sample:
+        for pos in range(rel.dim(isl.dim_type.param)):
+            name = rel.get_dim_name(isl.dim_type.param, pos)
+            rel = rel.fix_val(isl.dim_type.param, pos, isl.Val(sample.get(name, 0)))
     s = rel.range() if rel.dim(isl.dim_type.in_) == 0 else \
         rel.intersect_domain(rel.domain().lexmin()).range()
-    if sample:
-        for name, v in sample.items():
-            pos = s.find_dim_by_name(isl.dim_type.param, name)
-            if pos >= 0:
-                s = s.fix_val(isl.dim_type.param, pos, isl.Val(v))
+    for pos in range(s.dim(isl.dim_type.param)):      # every parameter fixed: a count
+        name = s.get_dim_name(isl.dim_type.param, pos)
+        s = s.fix_val(isl.dim_type.param, pos, isl.Val((sample or {}).get(name, 0)))
     try:
         c = s.count_val()
     except isl.Error:
