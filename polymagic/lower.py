@@ -1,0 +1,412 @@
+"""Lowering: isl's AST of the mapped schedule -> the Kernel IR (:mod:`polymagic.kir`).
+
+Host code is what lies outside the kernel marks (host loops, guards, launches);
+each mark becomes a :class:`kir.Kernel`.  Array subscripts are computed by isl's
+AST build at each statement instance (the ``at_each_domain`` callback, as PPCG
+does): the access function — for buffered references the local one,
+``F'(y) - g`` of seed 000 §3.1.2 — is pulled back to the loop iterators and printed
+by isl, which simplifies it with what it knows of the loops (``i mod 32`` inside a
+tile becomes the point-loop iterator).
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+from . import kir
+from .errors import PolymagicError
+from .expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Var, map_expr,
+                   substitute, substitute_assign)
+from .expr import walk as walk_expr
+from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
+from .mapping import _ALL_IDS, MARK_PREFIX, KernelPlan, MappingResult
+from .memory.plan import BufferPlan
+from .scop import Scop
+
+
+class _Lowerer:
+    """Translates isl's AST of the mapped schedule into a :class:`kir.Program`."""
+
+    def __init__(self, scop: Scop, mapping: MappingResult):
+        self.scop = scop
+        self.mapping = mapping
+        self.kernels: dict[str, kir.Kernel] = {}
+        self.host_vars: list[str] = []
+        self.guards: list[list[Expr]] = []
+        self.used_buffers: dict[str, BufferPlan] = {}
+        self.block_dims = (1, 1, 1)
+        self.domain_stmts: list[kir.Stmt] = []
+        self.errors: list[Exception] = []
+
+    def block(self, node: isl.AstNode, in_kernel: bool) -> list[kir.Stmt]:
+        t = node.get_type()
+        if t == isl.ast_node_type.block:
+            out: list[kir.Stmt] = []
+            children = node.block_get_children()
+            for i in range(children.n_ast_node()):
+                out.extend(self.block(children.get_at(i), in_kernel))
+            return out
+        if t == isl.ast_node_type.for_:
+            return [self.loop(node, in_kernel)]
+        if t == isl.ast_node_type.if_:
+            cond = ast_expr_to_expr(node.if_get_cond())
+            if not in_kernel:
+                return self.host_if(node, cond)
+            then = self.block(node.if_get_then_node(), in_kernel)
+            orelse = self.block(node.if_get_else_node(), in_kernel) if node.if_has_else_node() else []
+            kept = [c for c in _conjuncts(cond) if not _implied_by_block(c, self.block_dims)]
+            if not kept:
+                return then
+            return [kir.If(_conjoin(kept), then, orelse)]
+        if t == isl.ast_node_type.mark:
+            name = node.mark_get_id().get_name()
+            if in_kernel or not name.startswith(MARK_PREFIX):
+                return self.block(node.mark_get_node(), in_kernel)
+            return [self.launch(name, node.mark_get_node())]
+        if t == isl.ast_node_type.user:
+            if not in_kernel:
+                raise PolymagicError("internal: statement outside any kernel")
+            return [self.domain_stmts[int(node.get_annotation().get_name()[len("pm_dom"):])]]
+        raise PolymagicError(f"internal: unexpected AST node type {t}")
+
+    def host_if(self, node: isl.AstNode, cond: Expr) -> list[kir.Stmt]:
+        """isl hoists conditions on block/thread ids above the kernel mark; such
+        conjuncts are pushed into the kernels below as per-thread guards."""
+        host_part, kernel_part = [], []
+        for c in _conjuncts(cond):
+            (kernel_part if _mentions_mapped_ids(c) else host_part).append(c)
+        if kernel_part and node.if_has_else_node():
+            raise PolymagicError("internal: guard on thread ids with an else branch")
+        self.guards.append(kernel_part)
+        then = self.block(node.if_get_then_node(), False)
+        self.guards.pop()
+        orelse = self.block(node.if_get_else_node(), False) if node.if_has_else_node() else []
+        if not host_part:
+            return then
+        return [kir.If(_conjoin(host_part), then, orelse)]
+
+    def loop(self, node: isl.AstNode, in_kernel: bool) -> kir.Stmt:
+        var = node.for_get_iterator().get_id().get_name()
+        init = ast_expr_to_expr(node.for_get_init())
+        if not in_kernel:
+            self.host_vars.append(var)
+        body = self.block(node.for_get_body(), in_kernel)
+        if node.for_is_degenerate():
+            return kir.If(Int(1), [kir.Let(var, init)] + body)
+        cond = node.for_get_cond()
+        upper = _upper_bound(cond, var)
+        step = val_to_int(node.for_get_inc().get_val())
+        return kir.Loop(var, init, upper, step, body)
+
+    # -- statement instances (called by isl's AST build at each domain) -----------
+
+    def at_each_domain(self, node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
+        """Lower the statement of a user node while the build still knows its loops;
+        the node is annotated with the index of the lowered statement."""
+        try:
+            stmt = self.domain_stmt(node.user_get_expr(), build)
+        except Exception as e:          # re-raised after AST generation
+            self.errors.append(e)
+            stmt = kir.Barrier(-1)
+        self.domain_stmts.append(stmt)
+        return node.set_annotation(isl.Id(f"pm_dom{len(self.domain_stmts) - 1}"))
+
+    def domain_stmt(self, call: isl.AstExpr, build: isl.AstBuild) -> kir.Stmt:
+        name = call.get_op_arg(0).get_id().get_name()
+        args = [ast_expr_to_expr(call.get_op_arg(i + 1)) for i in range(call.get_op_n_arg() - 1)]
+        if name.startswith("pm_sync"):
+            return kir.Barrier(int(name[len("pm_sync"):]))
+        iters = _iterator_map(build, name)
+        if name in self.mapping.copies:
+            return self.copy(name, args, build, iters)
+        stmt = self.scop.statement(name)
+        body = self.lowered_body(stmt, build, iters)
+        return kir.Compute(name, substitute_assign(body, dict(zip(stmt.iterators, args))))
+
+    def copy(self, name: str, args: list[Expr], build: isl.AstBuild,
+             iters: isl.PwMultiAff | None) -> kir.Compute:
+        """``sh[a - g(p)] = A[a]`` (copy-in) or ``A[a] = sh[a - g(p)]`` (copy-out)."""
+        direction, buf = self.mapping.copies[name]
+        na = len(buf.extents)
+        p, a = args[:len(args) - na], args[len(args) - na:]
+        local = None
+        if iters is not None:
+            local = _build_index(build, iters, _copy_local_index(name, len(p), buf))
+        if local is None:
+            env = {f"p{i}": e for i, e in enumerate(p)}
+            local = tuple(Binary("-", ai, substitute(_prefix_expr(g), env))
+                          for ai, g in zip(a, buf.lower))
+        glob = Access(buf.array, tuple(a))
+        sh = Access(buf.name, local)
+        self.used_buffers.setdefault(buf.name, buf)
+        if direction == "in":
+            return kir.Compute(name, Assign(sh, "=", glob))
+        return kir.Compute(name, Assign(glob, "=", sh))
+
+    def lowered_body(self, stmt, build: isl.AstBuild, iters: isl.PwMultiAff | None) -> Assign:
+        """The statement with every subscript printed by isl at this point of the AST;
+        buffered references become ``F'(y) - g`` (seed 000 §3.1.2), ``g`` the
+        buffer's lower bounds at the block's prefix."""
+        refs = {r: b for b in self.buffers_of(stmt.name) for r in b.refs if r[0] == stmt.name}
+        order = _access_order(stmt.body)
+        if len(order) != len(stmt.accesses):
+            raise PolymagicError(f"internal: access count mismatch in {stmt.name}")
+        repl = {}
+        for k, acc in enumerate(order):
+            buf = refs.get((stmt.name, k))
+            if buf is not None:
+                self.used_buffers.setdefault(buf.name, buf)
+            repl[k] = self.access_lowerer(stmt, k, acc, buf, build, iters)
+        return _rewrite_accesses(stmt.body, repl)
+
+    def access_lowerer(self, stmt, k: int, acc: Access, buf: BufferPlan | None,
+                       build: isl.AstBuild, iters: isl.PwMultiAff | None):
+        index = None
+        if iters is not None:
+            affs = _access_affs(stmt.accesses[k].relation)
+            if affs is not None and buf is not None:
+                prefix = _stmt_prefix(buf, stmt)
+                affs = [f.sub(g.pullback_pw_multi_aff(prefix).align_params(f.get_space()))
+                        for f, g in zip(affs, buf.lower)]
+            if affs is not None:
+                index = _build_index(build, iters, affs)
+        name = buf.name if buf is not None else acc.array
+
+        def lowered(a: Access) -> Access:
+            if index is not None:
+                return Access(name, index)
+            if buf is None:
+                return a
+            g = [pw_aff_to_expr(lb.pullback_pw_multi_aff(_stmt_prefix(buf, stmt)))
+                 for lb in buf.lower]
+            return Access(name, tuple(Binary("-", i, gi) for i, gi in zip(a.index, g)))
+        return lowered
+
+    def buffers_of(self, stmt: str) -> list[BufferPlan]:
+        return [b for plan in self.mapping.plans.values() if plan.memory
+                for b in plan.memory.buffers if any(r[0] == stmt for r in b.refs)]
+
+    def launch(self, name: str, body_node: isl.AstNode) -> kir.Launch:
+        plan = self.mapping.plans[name]
+        self.block_dims = plan.block
+        body = self.block(body_node, True)
+        names = _accessed_arrays(body)
+        shared = [kir.SharedDecl(b.name, b.ctype, b.extents)
+                  for b in self.used_buffers.values() if b.name in names]
+        guard = [c for g in self.guards for c in g if not _implied_by_block(c, plan.block)]
+        if guard:
+            body = [kir.If(_conjoin(guard), body)]
+        kname = f"kernel{len(self.kernels)}"
+        used = kir.used_vars(body) - {b.name for b in shared}
+        for a in [a for a in self.scop.arrays if a in used]:
+            for ext in self.scop.arrays[a].shape[1:]:      # printed into linearised subscripts
+                used |= {x.name for x in walk_expr(ext) if isinstance(x, Var)}
+        defined = {s.var for s in kir.walk(body) if isinstance(s, (kir.Loop, kir.Let))}
+        arrays = [a for a in self.scop.arrays if a in used]
+        scalars = [p.name for p in self.scop.scalar_params if p.name in used]
+        ints = [p for p in self.scop.size_params if p in used] + \
+               [v for v in self.host_vars if v in used and v not in defined]
+        grid = [Int(1), Int(1), Int(1)]
+        for mm in plan.members:
+            extent = mm.tile_max.sub(mm.tile_min).add_constant_val(isl.Val(1))
+            grid["xyz".index(mm.axis)] = Call("max", (Int(1), pw_aff_to_expr(extent.coalesce())))
+        summary = _plan_summary(kname, plan)
+        if plan.members:
+            summary += "; grid " + " x ".join(CPrinter()(g) for g in grid if g != Int(1))
+        if plan.sub_tiles:
+            summary += "; sub-tiled: " + ", ".join(plan.sub_tiles)
+        if shared:
+            summary += "; shared: " + ", ".join(
+                f"{d.name}[{']['.join(map(str, d.shape))}]" for d in shared)
+        self.kernels[kname] = kir.Kernel(kname, body, plan.block, arrays, scalars, ints,
+                                         shared=shared, summary=summary)
+        return kir.Launch(kname, tuple(grid))
+
+
+def _accessed_arrays(body: list[kir.Stmt]) -> set[str]:
+    out: set[str] = set()
+    for st in kir.walk(body):
+        if isinstance(st, kir.Compute):
+            for e in (st.assign.target, st.assign.value):
+                out |= {x.array for x in walk_expr(e) if isinstance(x, Access)}
+    return out
+
+
+def _iterator_map(build: isl.AstBuild, stmt: str) -> isl.PwMultiAff | None:
+    """Loop iterators -> statement instance at this point of the AST (None when the
+    schedule is not invertible there)."""
+    maps: list[isl.Map] = []
+    build.get_schedule().foreach_map(
+        lambda m: maps.append(m) if m.get_tuple_name(isl.dim_type.in_) == stmt else None)
+    if len(maps) != 1:
+        return None
+    try:
+        return isl.PwMultiAff.from_map(maps[0].reverse())
+    except isl.Error:
+        return None
+
+
+def _access_affs(relation: isl.Map) -> list[isl.PwAff] | None:
+    """The subscripts of an access relation as piecewise affine functions."""
+    try:
+        pma = isl.PwMultiAff.from_map(relation)
+    except isl.Error:
+        return None
+    return [pma.get_pw_aff(i) for i in range(relation.dim(isl.dim_type.out))]
+
+
+def _copy_local_index(stmt: str, n_prefix: int, buf: BufferPlan) -> list[isl.PwAff]:
+    """``a - g(p)`` on the copy statement's space ``stmt[p..., a...]``."""
+    na = len(buf.extents)
+    params = buf.lower[0].get_space().params() if buf.lower else None
+    dims = [f"p{i}" for i in range(n_prefix)] + [f"a{i}" for i in range(na)]
+    pnames = ", ".join(params.get_var_names(isl.dim_type.param)) if params is not None else ""
+    proj = isl.MultiAff(f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> "
+                        f"[{', '.join(dims[:n_prefix])}] }}")
+    out = []
+    for i, g in enumerate(buf.lower):
+        a = isl.PwAff(f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> [(a{i})] }}")
+        out.append(a.sub(g.pullback_multi_aff(proj)))
+    return out
+
+
+def _build_index(build: isl.AstBuild, iters: isl.PwMultiAff, affs: list[isl.PwAff]
+                 ) -> tuple[Expr, ...] | None:
+    """Subscripts pulled back to the loop iterators and printed by the build."""
+    try:
+        out = []
+        for f in affs:
+            f = f.align_params(iters.get_space())
+            it = iters.align_params(f.get_space())
+            out.append(ast_expr_to_expr(build.expr_from_pw_aff(f.pullback_pw_multi_aff(it))))
+        return tuple(out)
+    except isl.Error:
+        return None
+
+
+def _prefix_expr(g: isl.PwAff) -> Expr:
+    """A buffer lower bound (a function of the prefix dims) with dims named p0, p1..."""
+    for i in range(g.dim(isl.dim_type.in_)):
+        g = g.set_dim_id(isl.dim_type.in_, i, isl.Id(f"p{i}"))
+    return pw_aff_to_expr(g)
+
+
+def _stmt_prefix(buf: BufferPlan, stmt) -> isl.PwMultiAff:
+    """The prefix schedule of the buffer's level as a function of the statement's
+    instance (e.g. gemm's ``S0[i, j, k] -> [floor(i/32), floor(j/32), floor(k/16)]``)."""
+    maps: list[isl.Map] = []
+    buf.prefix.foreach_map(lambda m: maps.append(m) if m.get_tuple_name(isl.dim_type.in_) == stmt.name else None)
+    m = maps[0]
+    for i, it in enumerate(stmt.iterators):
+        m = m.set_dim_id(isl.dim_type.in_, i, isl.Id(it))
+    return isl.PwMultiAff.from_map(m)
+
+
+def _access_order(a: Assign) -> list[Access]:
+    """Accesses in the front end's order: target read (compound ops), value reads
+    left to right, target write."""
+    vals = [x for x in walk_expr(a.value) if isinstance(x, Access)]
+    return ([a.target] if a.op != "=" else []) + vals + [a.target]
+
+
+def _rewrite_accesses(a: Assign, repl: dict) -> Assign:
+    """Replace the k-th access (in :func:`_access_order`) by ``repl[k](access)``."""
+    order = _access_order(a)
+    n_val = len(order) - (2 if a.op != "=" else 1)
+    counter = iter(range(1 if a.op != "=" else 0, 1 + n_val if a.op != "=" else n_val))
+
+    def f(e):
+        if isinstance(e, Access):
+            k = next(counter)
+            return repl[k](e) if k in repl else e
+        return None
+    value = map_expr(a.value, f)
+    w = len(order) - 1
+    target = repl[w](a.target) if w in repl else a.target
+    if a.op != "=" and (0 in repl) != (w in repl):
+        raise PolymagicError("internal: read and write of one target in different buffers")
+    return Assign(target, a.op, value)
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, Binary) and e.op == "&&":
+        return _conjuncts(e.a) + _conjuncts(e.b)
+    return [e]
+
+
+def _conjoin(es: list[Expr]) -> Expr:
+    out = es[0]
+    for e in es[1:]:
+        out = Binary("&&", out, e)
+    return out
+
+
+def _implied_by_block(c: Expr, block: tuple[int, int, int]) -> bool:
+    """``pm_tx <= c`` with c ≥ blockDim.x - 1, or ``pm_tx >= 0``: always true."""
+    if isinstance(c, Binary) and isinstance(c.a, Var) and isinstance(c.b, Int):
+        ids = {v: block["xyz".index(a)] for a, v in kir.THREAD_IDS.items()}
+        if c.a.name in ids and c.op == "<=" and c.b.value >= ids[c.a.name] - 1:
+            return True
+        if c.a.name in kir.MAPPED_IDS and c.op == ">=" and c.b.value <= 0:
+            return True
+        if c.a.name in ids and c.op == "==" and c.b.value == 0 and ids[c.a.name] == 1:
+            return True
+    return False
+
+
+def _mentions_mapped_ids(e: Expr) -> bool:
+    return any(isinstance(x, Var) and x.name in kir.MAPPED_IDS for x in walk_expr(e))
+
+
+def _upper_bound(cond: isl.AstExpr, var: str) -> Expr:
+    """Inclusive upper bound from an isl loop condition ``var <= e`` or ``var < e``."""
+    op = cond.get_op_type()
+    lhs = ast_expr_to_expr(cond.get_op_arg(0))
+    rhs = ast_expr_to_expr(cond.get_op_arg(1))
+    if lhs != Var(var):
+        raise PolymagicError(f"internal: unexpected loop condition {cond.to_C_str()}")
+    if op == isl.ast_expr_op_type.le:
+        return rhs
+    if op == isl.ast_expr_op_type.lt:
+        return Binary("-", rhs, Int(1))
+    raise PolymagicError(f"internal: unexpected loop condition {cond.to_C_str()}")
+
+
+def _plan_summary(kname: str, plan: KernelPlan) -> str:
+    stmts = ",".join(plan.statements)
+    if not plan.members:
+        return f"{kname} [{stmts}]: one thread" + (
+            f" (sequential: {', '.join(plan.sequential)})" if plan.sequential else "")
+    parts = [f"{mm.loop}→block.{mm.axis}/thread.{mm.axis} (tile {mm.tile}, {mm.threads} threads)"
+             for mm in plan.members]
+    seq = f"; sequential in thread: {', '.join(plan.sequential)}" if plan.sequential else ""
+    return f"{kname} [{stmts}]: " + ", ".join(parts) + seq
+
+
+def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
+    """Generate isl's AST for the mapped schedule and lower it to the Kernel IR."""
+    ctx = scop.context.get_ctx()
+    ids_ctx = isl.Set(f"[{', '.join(_ALL_IDS)}] -> {{ : "
+                      + " and ".join(f"0 <= {v} < 1024" for v in kir.THREAD_IDS.values())
+                      + " and " + " and ".join(f"{v} >= 0" for v in kir.BLOCK_IDS.values())
+                      + " }")
+    space = mapping.schedule.get_domain().get_space()
+    build = isl.AstBuild.from_context(
+        scop.context.align_params(space).intersect_params(ids_ctx.align_params(space)))
+    depth = 64
+    ids = isl.IdList.alloc(ctx, depth)
+    for i in range(depth):
+        ids = ids.add(isl.Id(f"pm_c{i}"))
+    build = build.set_iterators(ids)
+    low = _Lowerer(scop, mapping)
+    build, _keep = build.set_at_each_domain(low.at_each_domain), None
+    if isinstance(build, tuple):      # islpy returns (build, callback handle)
+        build, _keep = build
+    ast = build.node_from_schedule(mapping.schedule)
+    if low.errors:
+        raise low.errors[0]
+    host = low.block(ast, False)
+    arrays = {n: kir.ArrayDecl(n, a.ctype, a.shape, kind=a.kind) for n, a in scop.arrays.items()}
+    scalars = {p.name: p.ctype for p in scop.scalar_params}
+    return kir.Program(scop.name, arrays, scop.size_params, scalars, host, low.kernels)
+
+
