@@ -32,7 +32,8 @@ from .expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Var, map_e
                    substitute, substitute_assign)
 from .expr import walk as walk_expr
 from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
-from .memory.plan import BufferPlan, CopyNamer, KernelMemory, graft_copies, plan_kernel_memory
+from .memory.plan import (BufferPlan, CopyNamer, KernelMemory, atomic, graft_copies,
+                          plan_kernel_memory)
 from .options import Options
 from .schedule import ScheduleResult
 from .scop import Scop
@@ -115,6 +116,22 @@ def _member_text(mupa: isl.MultiUnionPwAff, i: int) -> str:
     return uniq[0] if len(uniq) == 1 else "/".join(uniq) if uniq else "?"
 
 
+def _is_rectangular(mupa: isl.MultiUnionPwAff) -> bool:
+    """Every band member is one source iterator (plus a constant) in every statement:
+    tiles are rectangles of the original iteration space."""
+    ok = [True]
+
+    def piece(_s: isl.Set, aff: isl.Aff):
+        n = aff.dim(isl.dim_type.in_)
+        coeffs = [aff.get_coefficient_val(isl.dim_type.in_, i).to_python() for i in range(n)]
+        nz = [c for c in coeffs if c != 0]
+        if len(nz) > 1 or any(abs(c) != 1 for c in nz) or aff.dim(isl.dim_type.div) > 0:
+            ok[0] = False
+    for i in range(mupa.dim(isl.dim_type.set)):
+        mupa.get_at(i).foreach_pw_aff(lambda pa: pa.foreach_piece(piece))
+    return ok[0]
+
+
 def _statements(node: isl.ScheduleNode) -> list[str]:
     names: list[str] = []
     node.get_domain().foreach_set(lambda s: names.append(s.get_tuple_name()))
@@ -180,6 +197,8 @@ class _Mapper:
         m = min(_leading_coincident(node), 3)
         full = node.band_get_partial_schedule()
         host_prefix = node.get_prefix_schedule_union_map()
+        rectangular = _is_rectangular(full) and _is_rectangular(
+            node.get_prefix_schedule_multi_union_pw_aff())
         # sub-tile the sequential members too when buffers may be used (seed 000 §4.1)
         s = n - m if self.options.shared != "none" and n > m and node.band_get_permutable() else 0
         seq = [_member_text(full, i) for i in range(m + s, n)]
@@ -189,6 +208,7 @@ class _Mapper:
         tiles = tiles + self.sub_tile_sizes(m, s)
         space = node.band_get_space()
         node = node.band_tile(isl.MultiVal.from_val_list(space, _val_list(tiles)))
+        node = atomic(atomic(node).child(0)).parent()
         domain = node.get_domain()
         tile_sched = node.band_get_partial_schedule()
         point_sched = node.child(0).band_get_partial_schedule()
@@ -225,7 +245,11 @@ class _Mapper:
         depth = node.get_tree_depth()
         outer = node.child(0)                       # sub-tile band, or the point band
         inner = outer.child(0) if s else outer
-        if self.options.shared != "none":
+        if self.options.shared != "none" and not rectangular:
+            plan.memory = KernelMemory(decisions=[
+                f"{name}: no buffers: the tiles are skewed (band or host loops are not plain "
+                "loop iterators); buffers over skewed tiles are not planned yet"])
+        elif self.options.shared != "none":
             plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name,
                                              host_prefix)
         # threads are mapped right above the point band, below the copy code, so the

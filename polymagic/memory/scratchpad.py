@@ -86,7 +86,6 @@ class Partition:
 class Box:
     """Algorithm 2's local storage: per-dimension bounds of the convex union."""
     lower: list[isl.PwAff]     # g: lower bounds as functions of the prefix
-    upper: list[isl.PwAff]
     extents: list[int | None]  # largest extent over all blocks (None: unbounded)
 
     @property
@@ -264,22 +263,95 @@ def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = N
 
 
 def bounding_box(rel: isl.Map, context: isl.Set) -> Box:
-    """Algorithm 2: per-dimension bounds of the union as functions of the prefix, and
-    the largest extent over every block and every parameter value."""
-    lower, upper, extents = [], [], []
-    rel = rel.intersect_params(context)
+    """Algorithm 2: per-dimension lower bounds of the union as functions of the prefix
+    (the offsets ``g``), and the largest extent over every block and parameter value.
+
+    The extent comes from the differences of two elements of one block's data space
+    (``rel^-1 . rel`` then deltas) with the parameters projected out: a
+    non-parametric integer maximum, far cheaper than maximising ``max - min``.
+    Where the parametric minimum has several pieces (blocks at the array's border
+    clamp it), one affine piece is used for every block when it stays below the
+    minimum everywhere and the extent is re-measured for it: a buffer a little
+    larger at the border, much simpler index code.
+    """
+    # a single convex piece whose constraints are those of the union: every bound
+    # is taken on it, so copying the hull (see copy_in_hull) stays inside the buffer
+    hull = isl.Map.from_basic_map(rel.intersect_params(context).simple_hull())
+    rel = hull
+    deltas = rel.reverse().apply_range(rel).deltas()
+    deltas = deltas.project_out(isl.dim_type.param, 0, deltas.dim(isl.dim_type.param))
+    lower, extents = [], []
     for d in range(rel.dim(isl.dim_type.out)):
-        lo = rel.dim_min(d).coalesce()
-        hi = rel.dim_max(d).coalesce()
+        lo = hull.dim_min(d).coalesce()
+        v = deltas.dim_max_val(d)
+        ext = int(v.to_python()) + 1 if v.is_int() else None
+        if lo.n_piece() > 1 and ext is not None:
+            simple = _single_piece_lower(lo, rel, d)
+            if simple is not None:
+                lo, ext = simple
         lower.append(lo)
-        upper.append(hi)
-        ext = hi.sub(lo).add_constant_val(isl.Val(1)).intersect_params(context)
+        extents.append(ext)
+    return Box(lower, extents)
+
+
+def _single_piece_lower(lo: isl.PwAff, rel: isl.Map, d: int
+                        ) -> tuple[isl.PwAff, int] | None:
+    """An affine lower bound g' <= lo valid for every block, with its extent
+    max(a_d - g'(p)) + 1, or None."""
+    pieces: list[tuple[isl.Set, isl.Aff]] = []
+    lo.foreach_piece(lambda st, aff: pieces.append((st, aff)))
+    dom = lo.domain()
+    nin = rel.dim(isl.dim_type.in_)
+    w = rel.wrap()                       # { [p, a] }, parameters turned into variables
+    w = w.move_dims(isl.dim_type.set, w.dim(isl.dim_type.set), isl.dim_type.param, 0,
+                    w.dim(isl.dim_type.param))
+    for _, aff in pieces:
+        if aff.involves_dims(isl.dim_type.param, 0, aff.dim(isl.dim_type.param)):
+            continue
+        g = isl.PwAff.from_aff(aff).intersect_domain(dom)
+        if not dom.is_subset(g.le_set(lo)):
+            continue
+        h = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(w.get_space()))
+        h = h.set_coefficient_val(isl.dim_type.in_, nin + d, isl.Val(1))
+        for i in range(nin):
+            h = h.set_coefficient_val(isl.dim_type.in_, i,
+                                      aff.get_coefficient_val(isl.dim_type.in_, i).neg())
+        h = h.set_constant_val(aff.get_constant_val().neg())
         try:
-            v = ext.max_val()
-            extents.append(int(v.to_python()) if v.is_int() else None)
+            mx, mn = w.max_val(h), w.min_val(h)
         except isl.Error:
-            extents.append(None)
-    return Box(lower, upper, extents)
+            continue
+        if mx.is_int() and mn.is_int() and mn.to_python() >= 0:
+            return g, int(mx.to_python()) + 1
+    return None
+
+
+def copy_in_hull(part: Partition, bounds: isl.Set | None) -> isl.Map | None:
+    """The set to load, as one convex piece: the hull of the reads, inside the
+    partition's hull (so inside its buffer) and inside the array.  Loading the few
+    extra elements of a stencil's corners costs less than the intricate loops that
+    scan the exact union (PPCG makes the same trade)."""
+    reads = part.copy_in
+    if reads is None or bounds is None:
+        return reads
+    box = _box(reads).intersect(_box(part.union())).intersect_domain(reads.domain())
+    return box.intersect_range(bounds.align_params(box.get_space())).coalesce()
+
+
+def _box(rel: isl.Map) -> isl.Map:
+    """The per-block bounding box of a relation ``{ [p] -> A[a] }``: the product of
+    its projections on each array dimension."""
+    n = rel.dim(isl.dim_type.out)
+    name = rel.get_tuple_name(isl.dim_type.out)
+    hull = isl.Map.from_basic_map(rel.simple_hull())
+    box = None
+    for d in range(n):
+        proj = hull.project_out(isl.dim_type.out, d + 1, n - d - 1).project_out(
+            isl.dim_type.out, 0, d)
+        box = proj if box is None else box.flat_range_product(proj)
+    if box is None:
+        return rel
+    return box.set_tuple_name(isl.dim_type.out, name)
 
 
 def figure1_example() -> str:

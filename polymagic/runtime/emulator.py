@@ -209,6 +209,16 @@ class EmulatorModule:
             out.append(a)
         return out
 
+    def temp_array(self, name: str, ints: Mapping[str, int]) -> np.ndarray:
+        """A zero-filled temp array as the kernels address it (flat)."""
+        decl = self.program.arrays[name]
+        want = np.dtype(DTYPES[decl.ctype])
+        shape = array_shape(decl, ints) or (1,)
+        if any(n < 0 for n in shape):
+            raise InputError(f"temp array {name}: negative extent in {shape}")
+        span = array_span(decl, ints)
+        return np.zeros(max(span, int(np.prod(shape))) if span else 1, dtype=want)
+
     def run(self, arrays: Mapping[str, np.ndarray], ints: Mapping[str, int],
             scalars: Mapping[str, float] | None = None, seed: int = 0,
             order: str = "shuffle") -> EmuResult:
@@ -232,7 +242,30 @@ class EmulatorModule:
         env = {n: int(ints[n]) for n in p.size_params}
         env.update({k: int(v) for k, v in ints.items() if k not in env})
         arrs = self._arrays(arrays, env)
-        ptrs = (ctypes.c_void_p * max(1, len(arrs)))(*[a.ctypes.data for a in arrs])
+        return self.run_pointers([a.ctypes.data for a in arrs], env, scalars, seed, order)
+
+    def run_pointers(self, pointers: list[int], ints: Mapping[str, int],
+                     scalars: Mapping[str, float] | None = None, seed: int = 0,
+                     order: str = "shuffle") -> EmuResult:
+        """Run the host program on raw data pointers, one per ``program.arrays``
+        entry (temps included), which the caller keeps alive.  This is how packed
+        device buffers reach the emulator (:mod:`polymagic.transfers`): each pointer
+        is the buffer slot of the array's subscript 0 and the strides are kernel
+        ints, so the kernels run the remapped address arithmetic."""
+        p = self.program
+        scalars = scalars or {}
+        if order not in ORDERS:
+            raise InputError(f"unknown emulator order {order!r} (forward, reverse, shuffle)")
+        missing = [n for n in p.size_params if n not in ints]
+        if missing:
+            raise InputError(f"the emulator needs a value for {', '.join(missing)}")
+        missing = [n for n in p.scalars if n not in scalars]
+        if missing:
+            raise InputError(f"the emulator needs a value for {', '.join(missing)}")
+        if len(pointers) != len(p.arrays):
+            raise InputError(f"the emulator needs {len(p.arrays)} array pointers, got {len(pointers)}")
+        env = {n: int(ints[n]) for n in p.size_params}
+        ptrs = (ctypes.c_void_p * max(1, len(pointers)))(*[int(x) for x in pointers])
         iv = (ctypes.c_longlong * max(1, len(p.size_params)))(*[env[n] for n in p.size_params])
         sv = (ctypes.c_double * max(1, len(p.scalars)))(*[float(scalars[n]) for n in p.scalars])
         nk = len(p.kernels)
@@ -268,5 +301,175 @@ def build(program: kir.Program, mode: str = "emulate", *,
     return EmulatorModule(program, mode, source, path)
 
 
-__all__ = ["build", "EmulatorModule", "EmuResult", "build_library", "cache_dir", "DTYPES",
+# ---- packed device buffers (seed 002 §4) ---------------------------------------------
+
+_VARIANTS: dict[tuple, EmulatorModule] = {}
+
+
+def _module(program: kir.Program, mode: str, cache: dict | None = None) -> EmulatorModule:
+    """The build of a KIR variant, once per (source, mode) in ``cache``."""
+    from ..codegen.emulator import print_emulator_c
+    cache = _VARIANTS if cache is None else cache
+    key = ("emu-variant", print_emulator_c(program, mode), mode)
+    mod = cache.get(key)
+    if mod is None:
+        mod = cache[key] = build(program, mode)
+    return mod
+
+
+def run_transferred(program: kir.Program, scop, mode: str, sources: Mapping[str, np.ndarray],
+                    results: Mapping[str, np.ndarray], ints: Mapping[str, int],
+                    scalars: Mapping[str, float] | None = None, seed: int = 0,
+                    order: str = "shuffle", device_mem: int | None = None,
+                    cache: dict | None = None):
+    """Run ``program`` the way the GPU runtime does, on packed device buffers.
+
+    The transfer plan (:mod:`polymagic.transfers`) is built from the real layouts
+    of ``sources`` (any NumPy views); the same host-side packing code as the GPU
+    path fills the staging buffers, which are the emulator's device memory; the
+    kernels index them through the planned layouts; the written regions are
+    unpacked into ``results`` (arrays of the declared shapes, modified in place).
+    In 'emulate' mode the buffers carry sentinel guard zones: a write outside the
+    packed elements raises EmulatorError, a read of an unpacked slot yields NaN.
+    With ``device_mem`` smaller than the run's buffers, launches run in tiles with
+    their own transfers (§4.4).  Builds are kept in ``cache`` (a dict; default: one
+    per process).  Returns ``(EmuResult, TransferStats)``.
+    """
+    from ..codegen.host import print_host_python
+    from ..transfers import session as S
+    from ..transfers.pack import allocate, pack, unpack
+    from .gpu import load_host
+    ints = {k: int(v) for k, v in ints.items()}
+    stats = S.TransferStats()
+    whole_in = {n: sources[n] for n in S.kernel_param_arrays(program)}
+    written = S.written_param_arrays(program)
+    from ..transfers.pack import whole_bytes
+    stats.whole_h2d = sum(whole_bytes(a) for a in whole_in.values())
+    stats.whole_d2h = sum(whole_bytes(a) for n, a in whole_in.items() if n in written)
+    temps = {n: None for n, d in program.arrays.items() if d.kind == "temp"}
+    ses = S.plan_session(program, scop, sources, ints)
+    need = ses.plan.bytes_h2d + S.temps_nbytes(program, ints)
+    res = EmuResult(seconds=0.0)
+    if device_mem is None or need <= device_mem:
+        stats.add_plan(ses.plan, sources)
+        stats.buffers = ses.plan.describe()
+        mod = _module(ses.variant, mode, cache)
+        guards = None
+        if mode == "emulate":
+            guards = {n: S.layout_span(program.arrays[n], lay.strides, ints)
+                      for n, lay in ses.plan.layouts.items()}
+        staging = allocate(ses.plan, guards)
+        t0 = time.perf_counter()
+        pack(ses.plan, sources, staging)
+        stats.pack_s = time.perf_counter() - t0
+        keep = []
+        ptrs = _pointers(mod, ses.plan, staging, ses.ints, keep)
+        r = mod.run_pointers(ptrs, ses.ints, scalars, seed, order)
+        _check_guards(staging, mode)
+        t0 = time.perf_counter()
+        unpack(ses.plan, staging, results)
+        stats.unpack_s = time.perf_counter() - t0
+        stats.launches = r.launches
+        return r, stats
+    # tiled: every launch gets its own plan and tiles within the budget
+    stats.mode = "tiled"
+    budget = device_mem - S.temps_nbytes(program, ints)
+    if budget <= 0:
+        from ..errors import DeviceError
+        raise DeviceError(f"--device-mem {device_mem} B does not even hold the temporaries "
+                          f"({S.temps_nbytes(program, ints)} B)")
+    variant = S.tiled_variant(program)
+    work = {n: (results[n] if n in results else sources[n]) for n in whole_in}
+    for n in whole_in:
+        if n in results and results[n] is not sources[n]:
+            results[n][...] = sources[n]
+    shapes = {n: tuple(a.shape) for n, a in work.items()}
+    tmp_arrays = {n: EmulatorModule.temp_array(_TempHolder(program), n, ints) for n in temps}
+    host = load_host(print_host_python(program))
+
+    def launch(name: str, grid, extra=None) -> None:
+        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+        if min(grid) <= 0:
+            return
+        env = {**ints, **{k: int(v) for k, v in (extra or {}).items()}}
+        lp = S.K.launch_program(variant, name)
+        mod = _module(lp, mode, cache)
+        for tile, plan in S.launch_plans(program, name, grid, env, work, budget):
+            guards = None
+            if mode == "emulate":
+                guards = {n: S.layout_span(program.arrays[n], lay.strides, env)
+                          for n, lay in plan.layouts.items()}
+            staging = allocate(plan, guards)
+            t0 = time.perf_counter()
+            pack(plan, work, staging)
+            stats.pack_s += time.perf_counter() - t0
+            ti = S.tile_ints(variant, name, plan, tile, grid, env, shapes)
+            keep = []
+            ptrs = []
+            for n, decl in lp.arrays.items():
+                if decl.kind == "temp":
+                    ptrs.append(tmp_arrays[n].ctypes.data)
+                elif n in plan.layouts:
+                    ptrs.append(staging[plan.layouts[n].component].pointer(plan.layouts[n]))
+                else:
+                    keep.append(np.zeros(1, dtype=DTYPES[decl.ctype]))
+                    ptrs.append(keep[-1].ctypes.data)
+            r = mod.run_pointers(ptrs, ti, scalars, seed, order)
+            _check_guards(staging, mode)
+            t0 = time.perf_counter()
+            unpack(plan, staging, work)
+            stats.unpack_s += time.perf_counter() - t0
+            stats.add_plan(plan, work)
+            stats.tiles += 1
+            res.seconds += r.seconds
+            for kn, c in r.counters.items():
+                acc = res.counters.setdefault(kn, {"loads": 0, "stores": 0, "launches": 0})
+                for f in acc:
+                    acc[f] += c[f]
+            res.loads += r.loads
+            res.stores += r.stores
+        res.launches += 1
+        stats.launches += 1
+    host(dict(ints), launch)
+    for n in results:
+        if work.get(n) is not None and work[n] is not results[n]:
+            results[n][...] = work[n]
+    return res, stats
+
+
+class _TempHolder:
+    """Just enough of an EmulatorModule for :meth:`EmulatorModule.temp_array`."""
+
+    def __init__(self, program: kir.Program):
+        self.program = program
+
+
+def _pointers(mod: EmulatorModule, plan, staging, ints: Mapping[str, int], keep: list) -> list[int]:
+    """One pointer per array of ``mod.program``: packed buffers, fresh zero-filled
+    temps, a dummy element for arrays no access reaches at these sizes."""
+    out = []
+    for n, decl in mod.program.arrays.items():
+        if decl.kind == "temp":
+            keep.append(mod.temp_array(n, ints))
+            out.append(keep[-1].ctypes.data)
+        elif n in plan.layouts:
+            lay = plan.layouts[n]
+            out.append(staging[lay.component].pointer(lay))
+        else:
+            keep.append(np.zeros(1, dtype=DTYPES[decl.ctype]))
+            out.append(keep[-1].ctypes.data)
+    return out
+
+
+def _check_guards(staging, mode: str) -> None:
+    if mode != "emulate":
+        return
+    for st in staging:
+        if not st.guards_intact():
+            raise EmulatorError(f"a kernel wrote outside the packed elements of device buffer "
+                                f"{st.component.index} ({', '.join(st.component.arrays)}): "
+                                f"the transfer plan's address mapping is wrong")
+
+
+__all__ = ["build", "EmulatorModule", "EmuResult", "run_transferred", "build_library", "cache_dir", "DTYPES",
            "ORDERS", "array_shape", "array_span"]

@@ -127,10 +127,11 @@ def temp_shape(decl: kir.ArrayDecl, ints: Mapping[str, int]) -> tuple[int, ...]:
 @dataclass
 class GpuResult:
     kernel_s: float          # all launches, between two CUDA events
-    h2d_s: float             # copies of the parameter arrays to the device
-    d2h_s: float             # copies of the written arrays back
+    h2d_s: float             # packing + copies of the buffers to the device
+    d2h_s: float             # copies of the written regions back + unpacking
     launches: int
     device_name: str
+    transfers: object = None # transfers.session.TransferStats
 
 
 def _raw_module(cp, source: str, kernel_names: list[str]):
@@ -151,41 +152,166 @@ def _elapsed(cp, start, end) -> float:
     return cp.cuda.get_elapsed_time(start, end) / 1e3
 
 
+def _pointer(buf, offset_bytes: int):
+    """A device pointer argument: ``buf``'s address plus ``offset_bytes`` (which may
+    point before the buffer: only packed slots are ever dereferenced), passed by
+    value as 8 bytes, which every CuPy version accepts for a pointer parameter."""
+    return np.uint64((int(buf.data.ptr) + int(offset_bytes)) % 2**64)
+
+
+def _download(src, out: np.ndarray, stream) -> None:
+    """Asynchronous device-to-host copy into (pinned) ``out`` on ``stream``."""
+    try:
+        src.get(stream=stream, out=out, blocking=False)
+    except TypeError:           # CuPy < 11 has no ``blocking``: a synchronous copy
+        src.get(stream=stream, out=out)
+
+
+def _pinned_empty(cp):
+    """``empty(n, dtype)`` in page-locked host memory (fast, asynchronous copies),
+    falling back to pageable memory."""
+    try:
+        import cupyx
+        return lambda n, dtype: cupyx.empty_pinned((n,), dtype=dtype)
+    except Exception:       # pragma: no cover - old CuPy
+        return np.empty
+
+
 class GpuModule:
-    """The compiled kernels plus the host driver, ready to run on the current GPU."""
+    """The compiled kernels plus the host driver, ready to run on the current GPU.
+
+    Arrays reach the device as compact buffers planned by
+    :mod:`polymagic.transfers` from the arguments' real layouts (seed 002 §4): the
+    kernels run the variant of the Program whose strides are int parameters
+    (:func:`polymagic.transfers.kernels.layout_program`), packed host staging
+    buffers (pinned) go up with one copy each, and only the written device ranges
+    come back.  With ``device_mem`` smaller than the buffers, launches run in tiles
+    (§4.4), the next tile's upload overlapping the current tile's kernel on a
+    second CUDA stream when their data do not conflict and both fit."""
 
     def __init__(self, compiled):
         cp = _cupy()
         self.compiled = compiled
         self.program: kir.Program = compiled.program
+        self.scop = getattr(compiled, "scop", None)
         self.host = load_host(compiled.host_py)
         self.written = written_arrays(self.program, [
             n for n in compiled.scop.written_arrays()
             if compiled.scop.arrays[n].kind == "param"])
         self.device_name = device_name()
-        mod = _raw_module(cp, compiled.cuda, list(self.program.kernels))
+        self._fns: dict[str, dict] = {}
+        self.functions = self._functions(self.program, compiled.cuda)
+
+    def _functions(self, program: kir.Program, source: str | None = None) -> dict:
+        """Kernel functions of ``program`` (a variant), compiled once per source."""
+        if source is None:
+            from ..codegen.cuda import print_cuda
+            source = print_cuda(program)
+        fns = self._fns.get(source)
+        if fns is None:
+            cp = _cupy()
+            mod = _raw_module(cp, source, list(program.kernels))
+            try:
+                fns = {n: mod.get_function(n) for n in program.kernels}
+            except Exception as e:
+                if type(e).__name__ == "CompileException":
+                    raise CompileError(f"CuPy/NVRTC could not compile the generated CUDA:\n{e}") from None
+                raise
+            self._fns[source] = fns
+        return fns
+
+    def _temps(self, cp, ints: Mapping[str, int]) -> dict:
+        return {n: cp.zeros(temp_shape(d, ints), dtype=DTYPES[d.ctype])
+                for n, d in self.program.arrays.items() if d.kind == "temp"}
+
+    def run(self, arrays: Mapping[str, np.ndarray], ints: Mapping[str, int],
+            scalars: Mapping[str, float], sources: Mapping[str, np.ndarray] | None = None,
+            device_mem: int | None = None) -> GpuResult:
+        """Run every launch of the host driver on data read from ``sources``
+        (default ``arrays``: any NumPy views of the declared shapes and dtypes);
+        on success scatter the written regions into ``arrays`` (in place) and return
+        the timings and the transfer statistics."""
+        from ..transfers import session as S
+        cp = _cupy()
+        sources = arrays if sources is None else sources
+        ints = {k: int(v) for k, v in ints.items()}
+        for name in S.kernel_param_arrays(self.program):
+            decl = self.program.arrays[name]
+            a = sources[name]
+            if a.dtype != np.dtype(DTYPES[decl.ctype]):
+                raise DeviceError(f"{name}: expected a {DTYPES[decl.ctype]} array")
         try:
-            self.functions = {n: mod.get_function(n) for n in self.program.kernels}
+            ses = S.plan_session(self.program, self.scop, sources, ints)
+            need = ses.plan.bytes_h2d + S.temps_nbytes(self.program, ints)
+            if device_mem is None or need <= device_mem:
+                return self._run_session(cp, ses, arrays, sources, ints, scalars)
+            return self._run_tiled(cp, arrays, sources, ints, scalars, device_mem)
         except Exception as e:
             if type(e).__name__ == "CompileException":
                 raise CompileError(f"CuPy/NVRTC could not compile the generated CUDA:\n{e}") from None
-            raise
+            if type(e).__module__.startswith("cupy"):   # CUDA driver/runtime errors
+                raise DeviceError(f"the GPU run failed: {type(e).__name__}: {e}") from e
+            raise                                       # a polymagic bug: keep the traceback
 
-    def _upload(self, cp, arrays: Mapping[str, np.ndarray], ints: Mapping[str, int]) -> dict:
-        dev = {}
-        for name, decl in self.program.arrays.items():
-            if decl.kind == "temp":
-                dev[name] = cp.zeros(temp_shape(decl, ints), dtype=DTYPES[decl.ctype])
-            else:
-                a = arrays[name]
-                if a.dtype != np.dtype(DTYPES[decl.ctype]) or not a.flags.c_contiguous:
-                    raise DeviceError(f"{name}: expected a C-contiguous {DTYPES[decl.ctype]} array")
-                dev[name] = cp.asarray(a)
-        return dev
+    def _stats(self, sources) -> "object":
+        from ..transfers import session as S
+        from ..transfers.pack import whole_bytes
+        st = S.TransferStats()
+        names = S.kernel_param_arrays(self.program)
+        written = S.written_param_arrays(self.program)
+        st.whole_h2d = sum(whole_bytes(sources[n]) for n in names)
+        st.whole_d2h = sum(whole_bytes(sources[n]) for n in names if n in written)
+        return st
 
-    def _launcher(self, dev: dict, ints: Mapping[str, int], scalars: Mapping[str, float],
-                  counter: list[int]) -> Callable:
-        program = self.program
+    def _run_session(self, cp, ses, arrays, sources, ints, scalars) -> GpuResult:
+        from ..codegen.host import print_host_python
+        from ..transfers.pack import allocate, pack, unpack
+        import time
+        stats = self._stats(sources)
+        stats.add_plan(ses.plan, sources)
+        stats.buffers = ses.plan.describe()
+        variant = ses.variant
+        fns = self._functions(variant)
+        host = load_host(print_host_python(variant)) if variant is not self.program else self.host
+        t0 = time.perf_counter()
+        staging = allocate(ses.plan, None, empty=_pinned_empty(cp))
+        pack(ses.plan, sources, staging)
+        stats.pack_s = time.perf_counter() - t0
+        ev = [cp.cuda.Event() for _ in range(6)]
+        ev[0].record()
+        dev = [cp.empty(st.component.nbytes, dtype=cp.uint8) for st in staging]
+        for d, st in zip(dev, staging):
+            d.set(st.raw)
+        ev[1].record()
+        args = {}
+        for n, lay in ses.plan.layouts.items():
+            args[n] = _pointer(dev[lay.component], lay.offset * lay.itemsize)
+        keep = []
+        for n in ses.unused:
+            keep.append(cp.zeros(1, dtype=DTYPES[variant.arrays[n].ctype]))
+            args[n] = keep[-1]
+        args.update(self._temps(cp, ints))
+        counter = [0]
+        ev[2].record()
+        host(dict(ses.ints), self._launcher(variant, fns, args, ses.ints, scalars, counter))
+        ev[3].record()
+        ev[3].synchronize()                  # surfaces asynchronous launch errors here
+        ev[4].record()
+        for d, st in zip(dev, staging):
+            isz = st.itemsize
+            for lo, hi in st.component.d2h:
+                d[lo * isz:hi * isz].get(out=st.raw[lo * isz:hi * isz])
+        ev[5].record()
+        times = [_elapsed(cp, ev[i], ev[i + 1]) for i in (0, 2, 4)]
+        t2 = time.perf_counter()
+        unpack(ses.plan, staging, arrays)
+        stats.unpack_s = time.perf_counter() - t2
+        stats.launches = counter[0]
+        return GpuResult(kernel_s=times[1], h2d_s=times[0], d2h_s=times[2],
+                         launches=counter[0], device_name=self.device_name, transfers=stats)
+
+    def _launcher(self, program: kir.Program, fns: dict, args: dict, ints: Mapping[str, int],
+                  scalars: Mapping[str, float], counter: list[int]) -> Callable:
         sc = {s: SCALAR_TYPES[program.scalars[s]](scalars[s]) for s in program.scalars}
 
         def launch(name: str, grid, extra=None) -> None:
@@ -194,42 +320,119 @@ class GpuModule:
             if min(grid) <= 0:          # an empty launch is not a CUDA launch
                 return
             env = {**ints, **(extra or {})}
-            args = ([dev[a] for a in k.arrays] + [sc[s] for s in k.scalars]
-                    + [np.int32(env[i]) for i in k.ints])
-            self.functions[name](grid, tuple(k.block), tuple(args))
+            a = ([args[x] for x in k.arrays] + [sc[s] for s in k.scalars]
+                 + [np.int32(env[i]) for i in k.ints])
+            fns[name](grid, tuple(k.block), tuple(a))
             counter[0] += 1
         return launch
 
-    def run(self, arrays: Mapping[str, np.ndarray], ints: Mapping[str, int],
-            scalars: Mapping[str, float]) -> GpuResult:
-        """Run every launch of the host driver; on success write the results into
-        ``arrays`` (in place) and return the timings."""
-        cp = _cupy()
-        ints = {k: int(v) for k, v in ints.items()}
-        ev = [cp.cuda.Event() for _ in range(6)]
-        try:
-            ev[0].record()
-            dev = self._upload(cp, arrays, ints)
-            ev[1].record()
-            counter = [0]
-            ev[2].record()
-            self.host(dict(ints), self._launcher(dev, ints, scalars, counter))
-            ev[3].record()
-            ev[3].synchronize()              # surfaces asynchronous launch errors here
-            ev[4].record()
-            results = {n: dev[n].get() for n in self.written}
-            ev[5].record()
-            times = [_elapsed(cp, ev[i], ev[i + 1]) for i in (0, 2, 4)]
-        except Exception as e:
-            if type(e).__name__ == "CompileException":
-                raise CompileError(f"CuPy/NVRTC could not compile the generated CUDA:\n{e}") from None
-            if type(e).__module__.startswith("cupy"):   # CUDA driver/runtime errors
-                raise DeviceError(f"the GPU run failed: {type(e).__name__}: {e}") from e
-            raise                                       # a polymagic bug: keep the traceback
-        for n, r in results.items():
-            arrays[n][...] = r
-        return GpuResult(kernel_s=times[1], h2d_s=times[0], d2h_s=times[2],
-                         launches=counter[0], device_name=self.device_name)
+    def _run_tiled(self, cp, arrays, sources, ints, scalars, device_mem: int) -> GpuResult:
+        """Every launch in tiles of blocks whose buffers fit ``device_mem`` (§4.4)."""
+        import time
+        from ..transfers import session as S
+        from ..transfers.pack import allocate, pack, unpack
+        stats = self._stats(sources)
+        stats.mode = "tiled"
+        temps_b = S.temps_nbytes(self.program, ints)
+        budget = device_mem - temps_b
+        if budget <= 0:
+            raise DeviceError(f"--device-mem {device_mem} B does not even hold the "
+                              f"temporaries ({temps_b} B)")
+        variant = S.tiled_variant(self.program)
+        fns = self._functions(variant)
+        names = S.kernel_param_arrays(self.program)
+        work = {n: (arrays[n] if n in arrays else sources[n]) for n in names}
+        for n in names:
+            if n in arrays and arrays[n] is not sources[n]:
+                arrays[n][...] = sources[n]
+        shapes = {n: tuple(a.shape) for n, a in work.items()}
+        temps = self._temps(cp, ints)
+        streams = [cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)]
+        empty = _pinned_empty(cp)
+        sc = {s: SCALAR_TYPES[variant.scalars[s]](scalars[s]) for s in variant.scalars}
+        times = {"h2d": 0.0, "kernel": 0.0, "d2h": 0.0}
+        counter = [0]
+
+        def finish(job) -> None:
+            plan, staging, dev, done, started = job
+            done.synchronize()
+            t0 = time.perf_counter()
+            unpack(plan, staging, work)
+            stats.unpack_s += time.perf_counter() - t0
+            times["kernel"] += _elapsed(cp, started[0], started[1])
+            del dev
+
+        def conflicts(a, b) -> bool:
+            for n, la in a.layouts.items():
+                lb = b.layouts.get(n)
+                if lb is not None and any(x.intersects(y) for x in la.copy_out for y in lb.copy_in):
+                    return True
+            return False
+
+        def launch(name: str, grid, extra=None) -> None:
+            grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+            if min(grid) <= 0:
+                return
+            env = {**ints, **{k: int(v) for k, v in (extra or {}).items()}}
+            k = variant.kernels[name]
+            pending = None
+            for i, (tile, plan) in enumerate(S.launch_plans(self.program, name, grid, env,
+                                                            work, budget)):
+                if pending is not None and (conflicts(pending[0], plan)
+                                            or pending[0].bytes_h2d + plan.bytes_h2d > budget):
+                    finish(pending)
+                    pending = None
+                t0 = time.perf_counter()
+                staging = allocate(plan, None, empty=empty)
+                pack(plan, work, staging)
+                stats.pack_s += time.perf_counter() - t0
+                s = streams[i % 2]
+                with s:
+                    dev = [cp.empty(st.component.nbytes, dtype=cp.uint8) for st in staging]
+                    for d, st in zip(dev, staging):
+                        d.set(st.raw, stream=s)
+                    ti = S.tile_ints(variant, name, plan, tile, grid, env, shapes)
+                    args = []
+                    for a in k.arrays:
+                        if variant.arrays[a].kind == "temp":
+                            args.append(temps[a])
+                        elif a in plan.layouts:
+                            lay = plan.layouts[a]
+                            args.append(_pointer(dev[lay.component], lay.offset * lay.itemsize))
+                        else:
+                            args.append(np.uint64(0))
+                    args += [sc[x] for x in k.scalars] + [np.int32(ti[x]) for x in k.ints]
+                    started = (cp.cuda.Event(), cp.cuda.Event())
+                    started[0].record(s)
+                    fns[name](tuple(tile.count), tuple(k.block), tuple(args))
+                    started[1].record(s)
+                    for d, st in zip(dev, staging):
+                        isz = st.itemsize
+                        for lo, hi in st.component.d2h:
+                            _download(d[lo * isz:hi * isz], st.raw[lo * isz:hi * isz], s)
+                    done = cp.cuda.Event()
+                    done.record(s)
+                if pending is not None:
+                    finish(pending)
+                pending = (plan, staging, dev, done, started)
+                stats.add_plan(plan, work)
+                stats.tiles += 1
+            if pending is not None:
+                finish(pending)
+            counter[0] += 1
+            stats.launches += 1
+
+        t0 = time.perf_counter()
+        self.host(dict(ints), launch)
+        cp.cuda.Device().synchronize()
+        wall = time.perf_counter() - t0
+        for n in arrays:
+            if work.get(n) is not None and work[n] is not arrays[n]:
+                arrays[n][...] = work[n]
+        # tiles overlap transfers with kernels: report kernel time and the rest as copies
+        rest = max(0.0, wall - times["kernel"])
+        return GpuResult(kernel_s=times["kernel"], h2d_s=rest / 2, d2h_s=rest / 2,
+                         launches=counter[0], device_name=self.device_name, transfers=stats)
 
 
 __all__ = ["gpu_available", "unavailable_reason", "GpuModule", "GpuResult", "device_name",

@@ -14,8 +14,15 @@ the magic binds.  One run:
    random array or scalar depends only on the seed and its name (its own stream),
    so giving one array never changes the values of another.  Scalars come from
    ``--size``, else a number of the same name in the namespace, else random.
+   Arrays are used as they are, NumPy views included (see :func:`_usable`).
 2. **Device** (the target): GPU through CuPy, the race-hunting emulator, or the
-   emulator's OpenMP build, always on copies.
+   emulator's OpenMP build.  Every target moves data the way the GPU does
+   (:mod:`polymagic.transfers`, seed 002 §4): only what the kernels touch, packed
+   from the arrays' real layouts into compact buffers, the kernels indexing those
+   buffers; the written regions come back into copies of the written arrays.
+   ``--device-mem`` tiles launches whose buffers do not fit (§4.4).  The report
+   carries the planned bytes (``bytes_h2d``/``bytes_d2h``, per array against
+   whole-array transfers).
 3. **Reference**: the user's own C compiled by the system compiler, on separate
    copies of the same inputs (skipped with ``--no-check``).
 4. **Compare** every parameter array the function writes, with tolerances suited
@@ -67,6 +74,9 @@ class RunReport:
     sizes: dict = field(default_factory=dict)      # size parameters and scalars used
     wrote_back: list[str] = field(default_factory=list)
     message: str = ""
+    bytes_h2d: int = 0             # planned host->device bytes (seed 002 §4)
+    bytes_d2h: int = 0             # planned device->host bytes (written regions only)
+    transfers: dict = field(default_factory=dict)  # mode, whole-array bytes, per array, buffers
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -111,6 +121,7 @@ def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
         _check_shape(name, a, shapes[name], sizes)
     user = {n: a for n, a in given.items() if origin[n] == "namespace"}
     _check_writeable(scop, user)
+    written = set(scop.written_arrays())
     args: dict[str, object] = {}
     for p in scop.params:
         if p.kind == "size":
@@ -119,7 +130,7 @@ def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
             args[p.name], origin[p.name] = _scalar(p, options, namespace, defaults or {},
                                                    notes)
         elif p.name in given:
-            args[p.name] = _contiguous(p.name, given[p.name], notes)
+            args[p.name] = _usable(p.name, given[p.name], p.name in written, notes)
         else:
             args[p.name] = random_array(p.name, shapes[p.name], scop.arrays[p.name].dtype,
                                         options.seed)
@@ -305,10 +316,16 @@ def _check_writeable(scop: Scop, user: Mapping[str, np.ndarray]) -> None:
             raise InputError(f"{name} is read-only, but {scop.name} writes it")
 
 
-def _contiguous(name: str, a: np.ndarray, notes: list[str]) -> np.ndarray:
-    if a.flags.c_contiguous:
+def _usable(name: str, a: np.ndarray, written: bool, notes: list[str]) -> np.ndarray:
+    """The array as given — any view: steps, transposes, negative strides, offsets,
+    Fortran order; the transfer planner reads its real strides (seed 002 §2.3) —
+    unless its layout cannot be packed (byte strides not a multiple of the item
+    size, or a written array whose elements overlap): then a contiguous copy."""
+    from ..transfers.plan import layout_problem
+    why = layout_problem(a, written)
+    if why is None:
         return a
-    notes.append(f"{name} is not C-contiguous: ran on a contiguous copy")
+    notes.append(f"{name}: ran on a contiguous copy ({why})")
     return np.ascontiguousarray(a)
 
 
@@ -446,6 +463,7 @@ class DeviceRun:
     launches: int = 0
     counters: dict = field(default_factory=dict)
     note: str = ""
+    transfers: object = None      # transfers.session.TransferStats
 
 
 def choose_target(requested: str) -> tuple[str, str]:
@@ -487,14 +505,22 @@ def device_module(compiled, target: str):
 
 
 def run_device(compiled, target: str, options: Options, arrays: dict[str, np.ndarray],
-               ints: dict[str, int], scalars: dict[str, float]) -> DeviceRun:
-    """Run the target on ``arrays`` (modified in place)."""
-    mod = device_module(compiled, target)
+               ints: dict[str, int], scalars: dict[str, float],
+               sources: Mapping[str, np.ndarray] | None = None) -> DeviceRun:
+    """Run the target on data read from ``sources`` (default ``arrays``); the written
+    regions land in ``arrays`` (modified in place)."""
+    sources = arrays if sources is None else sources
     if target == "gpu":
-        r = mod.run(arrays, ints, scalars)
-        return DeviceRun(r.kernel_s, r.h2d_s, r.d2h_s, r.launches, {}, f"on {r.device_name}")
-    r = mod.run(arrays, ints, scalars, options.seed, options.emu_order)
-    return DeviceRun(r.seconds, 0.0, 0.0, r.launches, emulator_counters(r))
+        mod = device_module(compiled, target)
+        r = mod.run(arrays, ints, scalars, sources=sources, device_mem=options.device_mem)
+        return DeviceRun(r.kernel_s, r.h2d_s, r.d2h_s, r.launches, {}, f"on {r.device_name}",
+                         r.transfers)
+    from .emulator import run_transferred
+    mode = "emulate" if target == "emulator" else "openmp"
+    r, st = run_transferred(compiled.program, compiled.scop, mode, sources, arrays, ints,
+                            scalars, options.seed, options.emu_order,
+                            device_mem=options.device_mem, cache=_MODULES)
+    return DeviceRun(r.seconds, 0.0, 0.0, r.launches, emulator_counters(r), transfers=st)
 
 
 def emulator_counters(r) -> dict:
@@ -537,12 +563,18 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
     ints = {n: inputs.args[n] for n in scop.size_params}
     scalars = {p.name: inputs.args[p.name] for p in scop.scalar_params}
     written = [n for n in scop.written_arrays() if scop.arrays[n].kind == "param"]
-    dev = {n: a.copy() for n, a in inputs.arrays().items()}
-    d = run_device(compiled, target, options, dev, ints, scalars)
+    sources = inputs.arrays()
+    # results land in copies of the written arrays; the others are only read
+    dev = {n: (np.array(a, copy=True) if n in written else a) for n, a in sources.items()}
+    d = run_device(compiled, target, options, dev, ints, scalars, sources=sources)
     report = RunReport(ok=True, target=target, target_note=_join(why, d.note), checked=check,
                        device_s=d.seconds, h2d_s=d.h2d_s, d2h_s=d.d2h_s, launches=d.launches,
                        counters=d.counters, sizes={**ints, **scalars})
     notes = list(inputs.notes)
+    if d.transfers is not None:
+        report.bytes_h2d, report.bytes_d2h = d.transfers.bytes_h2d, d.transfers.bytes_d2h
+        report.transfers = d.transfers.as_dict()
+        notes.append(d.transfers.summary())
     if check:
         ref = {n: a.copy() for n, a in inputs.arrays().items()}
         report.cpu_s = cpu_reference(scop).run({**inputs.args, **ref})
