@@ -47,6 +47,7 @@ vector, plus a powers-of-two grid, is kept in ``TileSearchResult.candidates``.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import multiprocessing
@@ -577,11 +578,19 @@ def fit_model(scop, sched, options: Options, sizes: dict, gpu: GpuModel = H100,
             if got < want:
                 notes.append(f"{k.name}: {b.name}: {want} copies counted, {got} in the "
                              "planner's copy sets (non-rectangular tile space: an upper bound)")
-    for k in kernels:
-        if k.m and gpu.min_blocks:
-            most = math.prod(k.extents[:k.m]) // gpu.p_low
-            model.min_blocks[k.name] = max(1, min(gpu.min_blocks, most))
+    model.min_blocks.update(_min_blocks(model))
     return model, notes
+
+
+def _min_blocks(model: TileModel) -> dict[str, int]:
+    """Blocks each kernel's grid should have: the SMs, or as many as P_low-thread
+    tiles allow (seed 000 §4.1: outer processes a multiple of the processors)."""
+    out = {}
+    for k in model.kernels:
+        if k.m and model.gpu.min_blocks:
+            most = math.prod(k.extents[:k.m]) // model.gpu.p_low
+            out[k.name] = max(1, min(model.gpu.min_blocks, most))
+    return out
 
 
 # ---- search ------------------------------------------------------------------------
@@ -626,7 +635,8 @@ class TileSearchResult:
 
     def summary(self) -> str:
         if not self.searched:
-            return f"tile search: kept {','.join(map(str, self.tile))}: {self.reason}"
+            return (f"tile search kept the defaults --tile {','.join(map(str, self.tile))}: "
+                    f"{self.reason}")
         dflt = ",".join(map(str, self.default_tile))
         if self.model is not None and self.model.violations(self.default_tile):
             gain = f"; the defaults {dflt} break: {self.model.violations(self.default_tile)[0]}"
@@ -666,16 +676,27 @@ def _roundness(tile: tuple[int, ...]) -> int:
 
 def search_schedule(scop, sched, options: Options, sizes: dict, gpu: GpuModel = H100,
                     starts: int = 6, workers: int | None = None, seed: int = 0,
-                    prefer_round: float = 0.02) -> TileSearchResult:
-    """Seed 000 §4.3 on a compiled schedule (see :func:`search_tile_sizes`)."""
+                    prefer_round: float = 0.02, model: TileModel | None = None
+                    ) -> TileSearchResult:
+    """Seed 000 §4.3 on a compiled schedule (see :func:`search_tile_sizes`).
+
+    ``model``: a model fitted earlier for the same source, options and sizes (e.g.
+    for a sweep over M_up); only ``options.shared_mem`` and ``gpu`` may differ."""
     from scipy.optimize import minimize
     t0 = time.perf_counter()
-    sizes = {k: v for k, v in sizes.items() if k in scop.size_params}
     try:
-        model, notes = fit_model(scop, sched, options, sizes, gpu, workers)
+        if model is not None:
+            model = dataclasses.replace(
+                model, gpu=gpu, m_up=min(options.shared_mem, STATIC_SHARED_LIMIT),
+                min_blocks={})
+            model.min_blocks.update(_min_blocks(model))
+            notes = ["model reused: the planner was not sampled again"]
+        else:
+            sizes = {k: v for k, v in sizes.items() if k in scop.size_params}
+            model, notes = fit_model(scop, sched, options, sizes, gpu, workers)
     except FitError as e:
         dflt = _fallback_default(scop, sched, options)
-        return TileSearchResult(dflt, False, f"kept the defaults: {e}", None, dflt, None,
+        return TileSearchResult(dflt, False, str(e), None, dflt, None,
                                 {}, {}, seconds=time.perf_counter() - t0)
     tiled = [k for k in model.kernels if k.m]
     big = max(tiled, key=lambda k: k.m + k.s)
@@ -683,7 +704,7 @@ def search_schedule(scop, sched, options: Options, sizes: dict, gpu: GpuModel = 
     dflt = tuple(dflt[j] if j < len(dflt) else _mapping.DEFAULT_SUB_TILE
                  for j in range(model.n_vars))
     if not any(k.buffers for k in model.kernels):
-        return TileSearchResult(dflt, False, "kept the defaults: no shared-memory buffers, "
+        return TileSearchResult(dflt, False, "no shared-memory buffers, "
                                 "so the §4.3 data-movement cost does not depend on the tiles",
                                 None, dflt, None, model.shared_bytes(dflt),
                                 model.buffer_bytes(dflt), model=model, notes=notes,
@@ -763,7 +784,7 @@ def search_schedule(scop, sched, options: Options, sizes: dict, gpu: GpuModel = 
             for c in seen.values():
                 c.feasible = model.feasible(c.tile)
     if cur is None:
-        return TileSearchResult(dflt, False, "kept the defaults: no tile sizes satisfy the "
+        return TileSearchResult(dflt, False, "no tile sizes satisfy the "
                                 f"constraints (M_up = {model.m_up} B, P_low = {gpu.p_low})",
                                 None, dflt, seen[dflt].cost, model.shared_bytes(dflt),
                                 model.buffer_bytes(dflt), relaxed, list(seen.values()), model,
@@ -813,7 +834,7 @@ def _fallback_default(scop, sched, options: Options) -> tuple[int, ...]:
 
 
 def search_tile_sizes(source: str, options: Options, sizes: dict[str, int] | None = None,
-                      gpu: GpuModel = H100, **kw) -> TileSearchResult:
+                      gpu: GpuModel = H100, language: str = "c", **kw) -> TileSearchResult:
     """Seed 000 §4.3's tile-size search for one C function.
 
     ``sizes`` are the run's values of the size parameters (default:
@@ -822,13 +843,16 @@ def search_tile_sizes(source: str, options: Options, sizes: dict[str, int] | Non
     Returns the chosen ``--tile`` vector (block-tile members, then sub-tile members),
     its predicted cost and buffer sizes, and every evaluated candidate.  When the
     planner's sizes are not affine in the tile sizes, the defaults are kept and
-    ``reason`` says why.
+    ``reason`` says why.  Keyword arguments go to :func:`search_schedule` (``model=``
+    reuses an earlier result's model: no parsing, no sampling).
     """
     from ..deps import compute_dependences
     from ..frontend import parse
     from ..schedule import compute_schedule
     sizes = dict(options.sizes if sizes is None else sizes)
-    scop = parse(source, "python" if options.python else "c")
+    if kw.get("model") is not None:
+        return search_schedule(None, None, options, sizes, gpu, **kw)
+    scop = parse(source, language)
     sched = compute_schedule(scop, compute_dependences(scop))
     return search_schedule(scop, sched, options, sizes, gpu, **kw)
 
