@@ -87,9 +87,11 @@ class _Lowerer:
     def loop(self, node: isl.AstNode, in_kernel: bool) -> kir.Stmt:
         var = node.for_get_iterator().get_id().get_name()
         init = ast_expr_to_expr(node.for_get_init())
-        if not in_kernel:
+        if not in_kernel:                 # the host loops enclosing a launch, innermost last
             self.host_vars.append(var)
         body = self.block(node.for_get_body(), in_kernel)
+        if not in_kernel:
+            self.host_vars.pop()
         if node.for_is_degenerate():
             return kir.If(Int(1), [kir.Let(var, init)] + body)
         cond = node.for_get_cond()
