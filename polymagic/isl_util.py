@@ -91,3 +91,25 @@ def set_to_expr(s: isl.Set) -> Expr:
     """A parameter set (a condition on parameters) as a boolean expression."""
     build = isl.AstBuild.from_context(isl.Set.universe(s.get_space().params()))
     return ast_expr_to_expr(build.expr_from_set(s.params() if not s.is_params() else s))
+
+
+class OperationBudget:
+    """Bound the isl operations of a block of code (``with OperationBudget(ctx, n):``).
+
+    isl raises an error once the budget is spent; callers catch it and fall back to
+    something simpler, so a pathological loop nest never hangs the notebook.
+    """
+
+    def __init__(self, ctx: isl.Context, operations: int):
+        self.ctx = ctx
+        self.operations = operations
+
+    def __enter__(self):
+        self.ctx.reset_operations()
+        self.ctx.set_max_operations(self.operations)
+        return self
+
+    def __exit__(self, *exc):
+        self.ctx.set_max_operations(0)
+        self.ctx.reset_operations()
+        return False

@@ -41,6 +41,8 @@ from .scop import Scop
 DEFAULT_TILES = {1: (256,), 2: (32, 32), 3: (4, 8, 32)}
 DEFAULT_BLOCKS = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
 DEFAULT_SUB_TILE = 16
+#: isl operations the AST generation with copy code may take before buffers are dropped
+LOWER_OPERATIONS = 20_000_000
 MARK_PREFIX = "pm_kernel"
 _ALL_IDS = list(kir.THREAD_IDS.values()) + list(kir.BLOCK_IDS.values())
 
@@ -323,13 +325,25 @@ def _mapped_param_space(scop: Scop) -> isl.Space:
 def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
                ) -> tuple[kir.Program, str, list[str]]:
     """Schedule -> Program, plus a one-line summary and notes for the report."""
+    from .isl_util import OperationBudget
     from .lower import lower
     mapping = map_schedule(scop, sched, options)
-    program = lower(scop, mapping)
+    fallback = []
+    if options.shared != "none" and mapping.copies:
+        try:
+            with OperationBudget(scop.context.get_ctx(), LOWER_OPERATIONS):
+                program = lower(scop, mapping)
+        except isl.Error:
+            fallback = [f"shared-memory buffers dropped: generating their copy code took more "
+                        f"than {LOWER_OPERATIONS} isl operations"]
+            mapping = map_schedule(scop, sched, options.with_(shared="none"))
+            program = lower(scop, mapping)
+    else:
+        program = lower(scop, mapping)
     launches = program.launches()
     host = f"host loops: {', '.join(mapping.host_loops)}; " if mapping.host_loops else ""
     blocks = "; ".join(k.summary + f", block {k.block[0]}x{k.block[1]}x{k.block[2]}"
                        for k in program.kernels.values())
     summary = f"{host}{len(program.kernels)} kernel(s), {len(launches)} launch site(s): {blocks}"
     notes = [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
-    return program, summary, notes
+    return program, summary, notes + fallback

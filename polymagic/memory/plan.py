@@ -101,9 +101,27 @@ def _array_bounds(scop: Scop, array: str) -> isl.Set | None:
         return None
 
 
+#: isl operations the planning of one kernel may take before it gives up (no buffers)
+PLAN_OPERATIONS = 4_000_000
+
+
 def plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleNode,
                        options: Options, kernel: str, fixed: isl.UnionMap | None = None
                        ) -> KernelMemory:
+    """:func:`_plan_kernel_memory` under an isl operation budget: a loop nest whose
+    data spaces are too intricate gets no buffers instead of a hang."""
+    from ..isl_util import OperationBudget
+    try:
+        with OperationBudget(scop.context.get_ctx(), PLAN_OPERATIONS):
+            return _plan_kernel_memory(scop, outer, inner, options, kernel, fixed)
+    except isl.Error:
+        return KernelMemory(decisions=[f"{kernel}: no buffers: planning them took more than "
+                                       f"{PLAN_OPERATIONS} isl operations"])
+
+
+def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleNode,
+                        options: Options, kernel: str, fixed: isl.UnionMap | None = None
+                        ) -> KernelMemory:
     """Choose buffers for a block tile.
 
     ``outer`` is the node just below the block tile loops (the sub-tile band, or the
