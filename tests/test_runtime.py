@@ -4,6 +4,7 @@ marked ``gpu`` and skipped without one)."""
 from __future__ import annotations
 
 import pathlib
+import ctypes
 import sys
 import types
 from types import SimpleNamespace
@@ -91,7 +92,7 @@ def device(monkeypatch):
     ``device.error`` to add that much to B[1, 2], ``device.fail`` to raise."""
     state = SimpleNamespace(error=0.0, fail=None, calls=0)
 
-    def fake_run_device(compiled, target, options, arrays, ints, scalars):
+    def fake_run_device(compiled, target, options, arrays, ints, scalars, sources=None):
         state.calls += 1
         if state.fail:
             raise state.fail
@@ -300,13 +301,20 @@ def test_inputs_scalar_sources():
     assert inp.origin["alpha"] == "random" and "not a number" in inp.notes[0]
 
 
-def test_inputs_non_contiguous_copied_with_note():
+def test_inputs_views_used_as_they_come():
+    # seed 002 §2.3: the runtime reads the views' real strides, no contiguous copy
     big = np.arange(64, dtype=np.float32).reshape(8, 8)
     view = big[::2, ::2]
-    inp = gather_inputs(scale_scop(), opts(), {"A": view})
-    assert inp.args["A"].flags.c_contiguous and inp.args["A"] is not view
-    np.testing.assert_array_equal(inp.args["A"], view)
-    assert inp.user_arrays["A"] is view and "not C-contiguous" in inp.notes[0]
+    inp = gather_inputs(scale_scop(), opts(), {"A": view, "B": big[1::2, ::-2].T})
+    assert inp.args["A"] is view and inp.user_arrays["A"] is view and not inp.notes
+
+
+def test_inputs_overlapping_written_view_copied_with_note():
+    # a written array whose elements overlap in memory cannot be packed in place
+    b = np.lib.stride_tricks.as_strided(np.zeros(3, np.float32), (3, 3), (0, 4))
+    inp = gather_inputs(scale_scop(), opts(), {"B": b})
+    assert inp.args["B"].flags.c_contiguous and inp.args["B"] is not b
+    assert "contiguous copy" in inp.notes[0] and "overlap" in inp.notes[0]
 
 
 def test_inputs_from_npz(tmp_path):
@@ -446,8 +454,29 @@ def test_callable_reruns_and_writes_into_arguments(device):
 # ---- the GPU runner against a stand-in CuPy --------------------------------------
 
 class _DevArray(np.ndarray):
-    def get(self):
-        return np.array(self)
+    """Device memory of the stand-in CuPy: host memory with CuPy's copy methods and
+    ``data.ptr`` (kernels receive raw pointers into packed buffers)."""
+
+    def get(self, stream=None, out=None, blocking=True):
+        if out is None:
+            return np.array(self)
+        out[...] = self
+        return out
+
+    def set(self, arr, stream=None):
+        self[...] = arr
+
+    @property
+    def data(self):
+        return SimpleNamespace(ptr=self.__array_interface__["data"][0])
+
+
+def dev_view(ptr, shape, dtype):
+    """The stand-in kernels' view of a pointer argument (row-major ``shape``)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape))
+    buf = (ctypes.c_char * (n * dtype.itemsize)).from_address(int(ptr))
+    return np.frombuffer(buf, dtype=dtype).reshape(shape)
 
 
 def fake_cupy(kernel_impl, launches: list):
@@ -455,8 +484,13 @@ def fake_cupy(kernel_impl, launches: list):
     cp = types.ModuleType("cupy")
 
     class Event:
-        def record(self): pass
+        def record(self, stream=None): pass
         def synchronize(self): pass
+
+    class Stream:
+        def __init__(self, non_blocking=False): pass
+        def __enter__(self): return self
+        def __exit__(self, *a): return False
 
     class RawModule:
         def __init__(self, code, options=(), **kw):
@@ -472,11 +506,16 @@ def fake_cupy(kernel_impl, launches: list):
     class Device:
         id = 0
 
+        def synchronize(self):
+            pass
+
     cp.RawModule = RawModule
     cp.asarray = lambda a: np.array(a).view(_DevArray)
     cp.zeros = lambda shape, dtype: np.zeros(shape, dtype).view(_DevArray)
+    cp.empty = lambda shape, dtype: np.empty(shape, dtype).view(_DevArray)
+    cp.uint8 = np.uint8
     cp.cuda = SimpleNamespace(
-        Event=Event, Device=Device, get_elapsed_time=lambda a, b: 2.0,
+        Event=Event, Device=Device, Stream=Stream, get_elapsed_time=lambda a, b: 2.0,
         runtime=SimpleNamespace(getDeviceCount=lambda: 1,
                                 getDeviceProperties=lambda i: {"name": b"Fake GPU"}))
     return cp
@@ -490,6 +529,7 @@ def fake_gpu(monkeypatch):
         A, B, alpha, N = args
         assert isinstance(alpha, np.float32) and isinstance(N, np.int32)
         assert grid == (1, int(N), 1) and block == (32, 1, 1)
+        A, B = (dev_view(p, (int(N), int(N)), np.float32) for p in (A, B))
         B[...] = alpha * A + np.float32(1)
 
     monkeypatch.setitem(sys.modules, "cupy", fake_cupy(scale_kernel, launches))
