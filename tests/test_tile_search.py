@@ -109,7 +109,6 @@ def test_fitted_extents_equal_the_planner_at_held_out_sizes(name, held_out, form
 
 @pytest.mark.parametrize("name", ["gemm", "jacobi-2d"])
 def test_chosen_sizes_satisfy_every_constraint_and_shrink_with_m_up(name):
-    sizes = SIZES[name]
     prev_bytes, prev_vol = None, None
     first = _search(name)
     for m_up in (48 * KB, 16 * KB, 2 * KB):
@@ -141,7 +140,6 @@ def test_chosen_sizes_satisfy_every_constraint_and_shrink_with_m_up(name):
     rows = res.table()
     assert {"grid", "default"} <= {r["source"] for r in rows}
     assert len(res.relaxed) >= 1 and all(len(r) == len(t) for r in res.relaxed)
-    assert sizes
 
 
 def test_reused_model_gives_the_fresh_search():

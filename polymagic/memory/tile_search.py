@@ -52,6 +52,7 @@ import itertools
 import math
 import multiprocessing
 import os
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -140,6 +141,8 @@ class BufferModel:
     extents: tuple[Affine, ...]             # Algorithm 2's box, per dimension
     copy_in: tuple[Affine, ...] | None      # box of one block's copy-in set (V^in)
     copy_out: tuple[Affine, ...] | None     # box of one block's copy-out set (V^out)
+    fill: float = 1.0                       # planner's copies / launches × tiles (< 1:
+                                            # non-rectangular tile space), at the held-out t
 
     def describe(self) -> str:
         ext = "][".join(e.text() for e in self.extents)
@@ -202,7 +205,7 @@ class TileModel:
             blocks = np.prod(np.array(tiles[:k.m]), axis=0)
             nbytes = np.zeros(len(T))
             for b in k.buffers:
-                occ = k.launches * np.prod(np.array(tiles[:k.r(b)]), axis=0)
+                occ = b.fill * k.launches * np.prod(np.array(tiles[:k.r(b)]), axis=0)
                 nbytes += b.itemsize * np.prod([e(Tf) for e in b.extents], axis=0)
                 for sets in (b.copy_in, b.copy_out):
                     if sets is not None:
@@ -287,7 +290,8 @@ class TileModel:
 
     def occurrences(self, t) -> dict[tuple[str, str], int]:
         """N of §4.3 per buffer: launches × tiles of the r_k enclosing tile loops."""
-        return {(k.name, b.name): k.launches * math.prod(self.tiles(k, t)[:k.r(b)])
+        return {(k.name, b.name): round(b.fill * k.launches *
+                                        math.prod(self.tiles(k, t)[:k.r(b)]))
                 for k in self.kernels for b in k.buffers}
 
     def threads(self, t) -> dict[str, int]:
@@ -311,7 +315,7 @@ class TileModel:
             P = 2.0 ** logp
             nbytes = 0.0
             for b in k.buffers:
-                occ = k.launches * math.prod(tiles[:k.r(b)])
+                occ = b.fill * k.launches * math.prod(tiles[:k.r(b)])
                 nbytes += b.itemsize * math.prod(max(e(t[None])[0], 0.5) for e in b.extents)
                 for sets in (b.copy_in, b.copy_out):
                     if sets is not None:
@@ -443,7 +447,11 @@ def _sample(tile: tuple[int, ...], bands: bool = False, counts: bool = False) ->
 
 
 def _run_samples(points: list[tuple[int, ...]], flags: list[dict], workers: int) -> list[dict]:
-    if workers > 1 and len(points) > 1 and "fork" in multiprocessing.get_all_start_methods():
+    """The samples, in ``workers`` forked processes (the planner is isl-bound, one core
+    each); in turn where fork is unavailable or unsafe (other threads: a Jupyter
+    kernel's heartbeat and I/O threads)."""
+    if (workers > 1 and len(points) > 1 and threading.active_count() == 1
+            and "fork" in multiprocessing.get_all_start_methods()):
         try:
             with ProcessPoolExecutor(min(workers, len(points)),
                                      mp_context=multiprocessing.get_context("fork")) as ex:
@@ -576,8 +584,10 @@ def fit_model(scop, sched, options: Options, sizes: dict, gpu: GpuModel = H100,
                 raise FitError(f"{k.name}: {b.name}: the planner copies {got} times at "
                                f"{held['tile']}, the model counts {want}")
             if got < want:
-                notes.append(f"{k.name}: {b.name}: {want} copies counted, {got} in the "
-                             "planner's copy sets (non-rectangular tile space: an upper bound)")
+                b.fill = got / want
+                notes.append(f"{k.name}: {b.name}: the planner copies {got} times at "
+                             f"{held['tile']}, launches × tiles give {want} (non-rectangular "
+                             f"tile space): N scaled by {b.fill:.3g}")
     model.min_blocks.update(_min_blocks(model))
     return model, notes
 
@@ -640,6 +650,8 @@ class TileSearchResult:
         dflt = ",".join(map(str, self.default_tile))
         if self.model is not None and self.model.violations(self.default_tile):
             gain = f"; the defaults {dflt} break: {self.model.violations(self.default_tile)[0]}"
+        elif self.tile == self.default_tile:
+            gain = "; the defaults are the model's optimum"
         elif self.default_cost and self.cost:
             gain = f", {self.default_cost / self.cost:.2f}x less than the defaults {dflt}"
         else:
@@ -650,9 +662,8 @@ class TileSearchResult:
                 f"{mem} B of shared memory per block")
 
 
-def _default_tile(model_or_ms, options: Options) -> tuple[int, ...]:
-    """The sizes the mapping uses without --tile (for the largest band)."""
-    m, s = model_or_ms
+def _default_tile(m: int, s: int) -> tuple[int, ...]:
+    """The sizes the mapping uses without --tile for a band of m + s members."""
     return tuple(_mapping.DEFAULT_TILES[m]) + (_mapping.DEFAULT_SUB_TILE,) * s
 
 
@@ -700,7 +711,7 @@ def search_schedule(scop, sched, options: Options, sizes: dict, gpu: GpuModel = 
                                 {}, {}, seconds=time.perf_counter() - t0)
     tiled = [k for k in model.kernels if k.m]
     big = max(tiled, key=lambda k: k.m + k.s)
-    dflt = _default_tile((big.m, big.s), options)
+    dflt = _default_tile(big.m, big.s)
     dflt = tuple(dflt[j] if j < len(dflt) else _mapping.DEFAULT_SUB_TILE
                  for j in range(model.n_vars))
     if not any(k.buffers for k in model.kernels):
@@ -830,7 +841,7 @@ def _fallback_default(scop, sched, options: Options) -> tuple[int, ...]:
         ms = []
     if not ms:
         return tuple(_mapping.DEFAULT_TILES[2])
-    return _default_tile(max(ms, key=sum), options)
+    return _default_tile(*max(ms, key=sum))
 
 
 def search_tile_sizes(source: str, options: Options, sizes: dict[str, int] | None = None,
