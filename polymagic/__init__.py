@@ -10,3 +10,15 @@ __version__ = "0.1.0"
 def load_ipython_extension(ipython):
     from .magic import PolyMagics
     ipython.register_magics(PolyMagics)
+
+
+def gpu(fn=None, **kw):
+    """``@polymagic.gpu``: compile a Python loop nest for the GPU at its first call
+    (see :func:`polymagic.frontend.python.gpu`)."""
+    from .frontend.python import gpu as _gpu
+    return _gpu(fn, **kw)
+
+
+def prange(*args):
+    """Parallel-loop annotation (seed 002 §2.2): ``range`` to the interpreter."""
+    return range(*args)

@@ -28,7 +28,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 
 from .cli import language, planned_notes
-from .errors import PolymagicError
+from .errors import OptionsError, PolymagicError
 from .options import Options, make_parser, options_from_namespace
 
 
@@ -72,6 +72,8 @@ class PolyMagics(Magics):
         for note in planned_notes(options):
             print(f"note: {note}")
         compiled, report = self._compile_and_run(cell, options)
+        if compiled is None:          # a --python cell that ran as plain Python
+            return None
         self.last = (compiled, report)
         self._bind_callable(compiled, options)
         self._show(report, compiled, options)
@@ -83,6 +85,13 @@ class PolyMagics(Magics):
         from .runtime.run import run
         try:
             compiled = compile_source(cell, options, language=language(options))
+        except PolymagicError as e:
+            if language(options) == "python" and not isinstance(e, OptionsError):
+                from .frontend.python import run_as_python     # seed 002 §2.3 fallback
+                print(f"note: {run_as_python(cell, options, self.shell.user_ns, e)}")
+                return None, None
+            raise UsageError(str(e)) from None
+        try:
             report = run(compiled, options, namespace=self.shell.user_ns)
         except PolymagicError as e:
             raise UsageError(str(e)) from None

@@ -8,4 +8,7 @@ def parse(source: str, language: str = "c") -> Scop:
     if language == "c":
         from .c import parse_c
         return parse_c(source)
+    if language == "python":
+        from .python import parse
+        return parse(source)
     raise ValueError(f"unknown language {language!r}")

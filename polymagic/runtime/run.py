@@ -541,7 +541,11 @@ def cpu_reference(scop: Scop, opt: str = "-O2"):
     key = (scop.source, opt)
     ref = _REFERENCES.get(key)
     if ref is None:
-        ref = _REFERENCES[key] = CpuReference(scop, opt)
+        if scop.language == "python":      # its C translation (same Scop, same semantics)
+            from ..frontend.python import c_reference_scop
+            ref = _REFERENCES[key] = CpuReference(c_reference_scop(scop), opt)
+        else:
+            ref = _REFERENCES[key] = CpuReference(scop, opt)
     return ref
 
 
