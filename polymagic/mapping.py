@@ -327,6 +327,12 @@ def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
     """Schedule -> Program, plus a one-line summary and notes for the report."""
     from .isl_util import OperationBudget
     from .lower import lower
+    search_notes: list[str] = []
+    if options.tile_auto:
+        from .memory.tile_search import search_schedule
+        found = search_schedule(scop, sched, options, options.sizes)
+        options = found.options(options)
+        search_notes = [found.summary()] + found.notes
     mapping = map_schedule(scop, sched, options)
     fallback = []
     if options.shared != "none" and mapping.copies:
@@ -346,4 +352,4 @@ def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
                        for k in program.kernels.values())
     summary = f"{host}{len(program.kernels)} kernel(s), {len(launches)} launch site(s): {blocks}"
     notes = [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
-    return program, summary, notes + fallback
+    return program, summary, search_notes + notes + fallback

@@ -35,6 +35,7 @@ class Options:
     registers: bool = True
     delta: float = 0.3                            # constant-reuse threshold of seed 000 Alg. 1
     tile_levels: tuple[tuple[int, ...], ...] = () # --tile 64,64:16,16 -> block tile, sub-tile, ...
+    tile_auto: bool = False                       # --tile auto: seed 000 §4.3 search
     # host<->device transfers and Python input (seed 002)
     device_mem: int | None = None                 # bytes of device memory kernels may use
     python: bool = False                          # the cell holds a Python function
@@ -45,7 +46,8 @@ class Options:
     def key(self) -> tuple:
         """What the generated code depends on (for compile caches)."""
         return (self.tile, self.block, self.shared, self.shared_mem, self.registers,
-                self.delta, self.tile_levels, self.device_mem, self.python)
+                self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
+                tuple(sorted(self.sizes.items())) if self.tile_auto else None)
 
     def with_(self, **kw) -> "Options":
         return replace(self, **kw)
@@ -117,7 +119,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inputs", metavar="FILE.npz", help="arrays by parameter name")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs and emulator orders")
     p.add_argument("--target", default="auto", choices=TARGETS)
-    p.add_argument("--tile", metavar="32,32", help="block-tile sizes, outermost first")
+    p.add_argument("--tile", metavar="32,32",
+                   help="block-tile sizes, outermost first, or 'auto' (seed 000 §4.3 search)")
     p.add_argument("--block", metavar="32,8", help="threads per block, x,y,z")
     p.add_argument("--no-check", dest="check", action="store_false",
                    help="do not compare with the CPU reference (writes the device result back)")
@@ -164,11 +167,14 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
             prod *= b
         if prod > 1024:
             raise OptionsError(f"--block {ns.block}: {prod} threads per block, at most 1024")
-    levels = tuple(_ints(lv, "--tile") for lv in ns.tile.split(":")) if ns.tile else ()
+    tile_auto = (ns.tile or "").strip().lower() == "auto"
+    levels = tuple(_ints(lv, "--tile") for lv in ns.tile.split(":")) \
+        if ns.tile and not tile_auto else ()
     if not 0 <= ns.delta <= 1:
         raise OptionsError(f"--delta must lie in [0, 1], got {ns.delta}")
     return Options(sizes=parse_sizes(ns.size), inputs=ns.inputs, seed=ns.seed,
                    target=ns.target, tile=levels[0] if levels else None, tile_levels=levels,
+                   tile_auto=tile_auto,
                    shared=ns.shared, shared_mem=parse_bytes(ns.shared_mem, "--shared-mem"),
                    registers=ns.registers, delta=ns.delta,
                    device_mem=parse_bytes(ns.device_mem, "--device-mem") if ns.device_mem else None,
