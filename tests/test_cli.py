@@ -186,3 +186,14 @@ def test_no_check_and_quiet(scale_c, capsys):
     assert "not checked" in out
     assert main(["run", str(scale_c), *EMU, "--quiet"]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_python_file(tmp_path, capsys):
+    p = tmp_path / "scale.py"
+    p.write_text('def scale(N: int, A: "float32[N][N]", B: "float32[N][N]"):\n'
+                 "    for i in range(N):\n"
+                 "        for j in range(N):\n"
+                 "            B[i][j] = 2.0 * A[i][j] + 1.0\n")
+    assert main(["run", str(p), *EMU, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is True and data["function"] == "scale"

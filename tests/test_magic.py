@@ -156,3 +156,19 @@ def test_html_report_has_badge_times_and_cuda(shell):
     assert "__global__" in html
     assert "Dependences" in html
     assert "CPU reference" in html
+
+
+PY_SCALE = '''
+def scale(N: int, A: "float32[N][N]", B: "float32[N][N]"):
+    for i in range(N):
+        for j in range(N):
+            B[i][j] = 2.0 * A[i][j] + 1.0
+'''
+
+
+def test_python_cell(shell):
+    a, b = _inputs(seed=5)
+    shell.user_ns.update(A=a.copy(), B=b.copy())
+    shell.run_cell_magic("polycuda", LINE + " --python", PY_SCALE)
+    np.testing.assert_allclose(shell.user_ns["B"], 2 * a + 1, rtol=1e-6)
+    assert callable(shell.user_ns["scale"])
