@@ -308,3 +308,108 @@ def test_device_memory_too_small_for_one_block():
     o = Options(target="emulator", sizes={"N": 40}, device_mem=64)
     with pytest.raises(DeviceError, match="device-mem"):
         run(compile_source(src, o), o)
+
+
+# ---- the GPU runner's packed and tiled paths, against a stand-in CuPy -----------------
+
+def _fake_cupy(launches: list):
+    """CuPy's API surface as GpuModule uses it, on host memory; the kernel is the
+    scale kernel of test_runtime (row = blockIdx.y, column = 32·blockIdx.x +
+    threadIdx.x), reading and writing through the pointer and stride arguments."""
+    import ctypes
+    import sys
+    import types
+    from types import SimpleNamespace
+
+    class Dev(np.ndarray):
+        def get(self, stream=None, out=None, blocking=True):
+            out[...] = self
+            return out
+
+        def set(self, arr, stream=None):
+            self[...] = arr
+
+        @property
+        def data(self):
+            return SimpleNamespace(ptr=self.__array_interface__["data"][0])
+
+    def cell(ptr, off):
+        return (ctypes.c_float * 1).from_address(int(ptr) + 4 * int(off))
+
+    def kernel(grid, block, args):
+        a, b, alpha, n = args[:4]
+        if len(args) > 4:                 # strides as ints
+            sa, sb = (args[4], args[5]), (args[6], args[7])
+        else:                             # the declared row-major layout
+            sa = sb = (n, 1)
+        off = (args[8], args[9]) if len(args) > 8 else (0, 0)
+        for by in range(grid[1]):
+            for bx in range(grid[0]):
+                for tx in range(block[0]):
+                    r, c = by + off[1], 32 * (bx + off[0]) + tx
+                    if c < n:
+                        v = cell(a, r * sa[0] + c * sa[1])[0]
+                        cell(b, r * sb[0] + c * sb[1])[0] = np.float32(alpha) * np.float32(v) + 1
+        launches.append((grid, len(args)))
+
+    class RawModule:
+        def __init__(self, code, options=(), **kw):
+            self.code = code
+
+        def get_function(self, name):
+            return kernel
+
+    class Ev:
+        def record(self, stream=None): pass
+        def synchronize(self): pass
+
+    class Stream:
+        def __init__(self, non_blocking=False): pass
+        def __enter__(self): return self
+        def __exit__(self, *a): return False
+
+    class Device:
+        id = 0
+        def synchronize(self): pass
+
+    cp = types.ModuleType("cupy")
+    cp.RawModule = RawModule
+    cp.uint8 = np.uint8
+    cp.empty = lambda shape, dtype: np.empty(shape, dtype).view(Dev)
+    cp.zeros = lambda shape, dtype: np.zeros(shape, dtype).view(Dev)
+    cp.cuda = SimpleNamespace(Event=Ev, Device=Device, Stream=Stream,
+                              get_elapsed_time=lambda a, b: 1.0,
+                              runtime=SimpleNamespace(getDeviceCount=lambda: 1,
+                                                      getDeviceProperties=lambda i: {"name": b"Fake"}))
+    return cp
+
+
+@pytest.mark.parametrize("device_mem,transposed", [(None, False), (None, True), (3000, False),
+                                                   (700, True)])
+def test_gpu_runner_packed_and_tiled_on_a_stand_in_cupy(monkeypatch, device_mem, transposed):
+    import sys
+    from test_runtime import stand_in_compiled
+    from polymagic.runtime import gpu
+    launches: list = []
+    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy(launches))
+    monkeypatch.setattr(gpu, "_AVAILABLE", None)
+    monkeypatch.setattr(gpu, "_RAW_MODULES", {})
+    m = gpu.GpuModule(stand_in_compiled())
+    rng = np.random.default_rng(0)
+    n = 20
+    a = rng.random((2 * n, 3 * n)).astype(np.float32)[::2, 1::3]      # a strided view
+    if transposed:
+        a = rng.random((n + 3, n)).astype(np.float32)[3:].T
+    b = np.zeros((n, n), np.float32)
+    res = m.run({"B": b}, {"N": n}, {"alpha": 2.0}, sources={"A": a, "B": b},
+                device_mem=device_mem)
+    np.testing.assert_allclose(b, 2 * a + 1, rtol=1e-6)
+    t = res.transfers
+    assert t.bytes_h2d >= 2 * n * n * 4 and t.whole_h2d >= t.bytes_h2d
+    if device_mem is None:
+        assert t.mode == "session" and len(launches) == 1
+        assert launches[0][1] == (8 if transposed else 4)     # strides as ints when needed
+    else:
+        assert t.mode == "tiled" and t.tiles == len(launches) > 1
+        assert all(g[1] == 14 for g in launches)
+        assert sum(gr[1] for gr, _ in launches) == n         # the tiles cover every row
