@@ -336,28 +336,31 @@ def _fake_cupy(launches: list):
     def cell(ptr, off):
         return (ctypes.c_float * 1).from_address(int(ptr) + 4 * int(off))
 
-    def kernel(grid, block, args):
-        a, b, alpha, n = args[:4]
-        if len(args) > 4:                 # strides as ints
-            sa, sb = (args[4], args[5]), (args[6], args[7])
-        else:                             # the declared row-major layout
-            sa = sb = (n, 1)
-        off = (args[8], args[9]) if len(args) > 8 else (0, 0)
+    def kernel(names, grid, block, args):
+        v = dict(zip(names, args))
+        a, b, alpha, n = v["A"], v["B"], v["alpha"], int(v["N"])
+        sa = (v.get("pm_s_A_0", n), v.get("pm_s_A_1", 1))
+        sb = (v.get("pm_s_B_0", n), v.get("pm_s_B_1", 1))
+        off = (v.get("pm_box", 0), v.get("pm_boy", 0))
         for by in range(grid[1]):
             for bx in range(grid[0]):
                 for tx in range(block[0]):
                     r, c = by + off[1], 32 * (bx + off[0]) + tx
                     if c < n:
-                        v = cell(a, r * sa[0] + c * sa[1])[0]
-                        cell(b, r * sb[0] + c * sb[1])[0] = np.float32(alpha) * np.float32(v) + 1
-        launches.append((grid, len(args)))
+                        x = cell(a, r * sa[0] + c * sa[1])[0]
+                        cell(b, r * sb[0] + c * sb[1])[0] = np.float32(alpha) * np.float32(x) + 1
+        launches.append((grid, names))
 
     class RawModule:
         def __init__(self, code, options=(), **kw):
             self.code = code
 
         def get_function(self, name):
-            return kernel
+            import re
+            m = re.search(rf"{name}\(([^)]*)\)", self.code)
+            names = [p.split()[-1].lstrip("*") for p in m.group(1).split(",") if p.strip()] \
+                if m else []
+            return lambda grid, block, args: kernel(names, grid, block, args)
 
     class Ev:
         def record(self, stream=None): pass
@@ -408,8 +411,9 @@ def test_gpu_runner_packed_and_tiled_on_a_stand_in_cupy(monkeypatch, device_mem,
     assert t.bytes_h2d >= 2 * n * n * 4 and t.whole_h2d >= t.bytes_h2d
     if device_mem is None:
         assert t.mode == "session" and len(launches) == 1
-        assert launches[0][1] == (8 if transposed else 4)     # strides as ints when needed
+        assert ("pm_s_A_1" in launches[0][1]) == transposed   # strides as ints when needed
+        assert "pm_s_B_1" not in launches[0][1]
     else:
         assert t.mode == "tiled" and t.tiles == len(launches) > 1
-        assert all(g[1] == 14 for g in launches)
+        assert all("pm_boy" in g[1] and "pm_s_B_0" in g[1] for g in launches)
         assert sum(gr[1] for gr, _ in launches) == n         # the tiles cover every row
