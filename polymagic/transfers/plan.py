@@ -572,15 +572,16 @@ def scop_references(scop, sizes: Mapping[str, int]) -> list[Reference]:
 
 
 def covering_references(refs: Sequence[Reference], arrays: Iterable[str]) -> list[Reference]:
-    """One extra reference per named array: the covering box of its references
-    (read and written), for accesses the Scop does not describe (shared-memory copy
-    statements read and write boxes of the references' footprints)."""
+    """One extra read reference per named array: the covering box of its references,
+    for accesses the Scop does not describe (shared-memory copy statements move
+    boxes of the references' footprints).  It is uploaded; what comes back stays
+    the statements' written boxes (a copy-out writing more only writes back values
+    it read, which the host still holds)."""
     out = []
     for n in arrays:
         boxes = [r.box for r in refs if r.array == n]
         if boxes:
-            out.append(Reference(n, Box.hull(boxes), any(r.write for r in refs if r.array == n),
-                                 "copy code"))
+            out.append(Reference(n, Box.hull(boxes), False, "copy code"))
     return out
 
 

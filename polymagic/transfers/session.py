@@ -71,6 +71,10 @@ class TransferStats:
              f"(whole arrays: {mb(self.whole_h2d)} / {mb(self.whole_d2h)})")
         if self.mode == "tiled":
             s += f", {self.tiles} tile(s) over {self.launches} launch(es) within --device-mem"
+        rows = [f"{n} {mb(r['bytes_h2d'])}/{mb(r['bytes_d2h'])} of {mb(r['whole_h2d'])}/"
+                f"{mb(r['whole_d2h'])}" for n, r in self.per_array.items()]
+        if rows:
+            s += "; per array, H2D/D2H moved of whole: " + ", ".join(rows)
         return s
 
     def as_dict(self) -> dict:
