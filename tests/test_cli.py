@@ -197,3 +197,20 @@ def test_python_file(tmp_path, capsys):
     assert main(["run", str(p), *EMU, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["ok"] is True and data["function"] == "scale"
+
+
+def test_json_reports_shared_bytes_and_emulator_counts(capsys):
+    """Issue 3's --json keys: largest shared memory per block and global accesses."""
+    import json
+    import pathlib
+    from polymagic.cli import main
+    src = pathlib.Path(__file__).resolve().parent.parent / "examples" / "jacobi-2d.c"
+    assert main(["run", str(src), "--size", "n=40,tsteps=2", "--target", "emulator", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["shared_bytes"] == 2 * 34 * 34 * 8 // 2        # one 34x34 double buffer per kernel
+    assert out["global_loads"] > 0 and out["global_stores"] == 2 * 2 * 38 * 38
+    assert main(["run", str(src), "--size", "n=40,tsteps=2", "--target", "emulator", "--json",
+                 "--no-shared"]) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert plain["shared_bytes"] == 0
+    assert plain["global_loads"] == 2 * 2 * 5 * 38 * 38

@@ -36,6 +36,22 @@ def _first_mismatch(first) -> dict | None:
     return {"array": str(first[0]), "index": [int(i) for i in (first[1] or ())]}
 
 
+def shared_bytes(program) -> int:
+    """The largest shared memory any kernel's block declares (bytes)."""
+    import numpy as np
+    from ..scop import DTYPES
+    best = 0
+    for k in (getattr(program, "kernels", None) or {}).values():
+        total = 0
+        for d in k.shared:
+            n = 1
+            for e in d.shape:
+                n *= e
+            total += n * np.dtype(DTYPES[d.ctype]).itemsize
+        best = max(best, total)
+    return best
+
+
 def to_json(report, compiled) -> dict:
     """The report as a dict for ``json.dumps`` (keys documented in README.md)."""
     program = getattr(compiled, "program", None)
@@ -65,6 +81,9 @@ def to_json(report, compiled) -> dict:
         "notes": list(getattr(compiled, "notes", None) or []),
         "per_array": report.per_array,
         "counters": report.counters,
+        "shared_bytes": shared_bytes(program),
+        "global_loads": (report.counters or {}).get("loads") if report.target != "gpu" else None,
+        "global_stores": (report.counters or {}).get("stores") if report.target != "gpu" else None,
         "wrote_back": report.wrote_back,
         "message": report.message,
     })
