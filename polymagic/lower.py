@@ -197,7 +197,9 @@ class _Lowerer:
         guard = [c for g in self.guards for c in g if not _implied_by_block(c, plan.block)]
         if guard:
             body = [kir.If(_conjoin(guard), body)]
-        kname = f"kernel{len(self.kernels)}"
+        kname = name[len("pm_"):] if name.startswith("pm_") else name   # as in the plan's notes
+        if kname in self.kernels:            # isl generated the marked subtree twice
+            kname = f"{kname}_{len(self.kernels)}"
         used = kir.used_vars(body) - {b.name for b in shared}
         for a in [a for a in self.scop.arrays if a in used]:
             for ext in self.scop.arrays[a].shape[1:]:      # printed into linearised subscripts

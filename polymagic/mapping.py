@@ -249,10 +249,10 @@ class _Mapper:
         inner = outer.child(0) if s else outer
         if self.options.shared != "none" and not rectangular:
             plan.memory = KernelMemory(decisions=[
-                f"{name}: no buffers: the tiles are skewed (band or host loops are not plain "
+                f"{name[3:]}: no buffers: the tiles are skewed (band or host loops are not plain "
                 "loop iterators); buffers over skewed tiles are not planned yet"])
         elif self.options.shared != "none":
-            plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name,
+            plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name[3:],
                                              host_prefix)
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids

@@ -11,4 +11,5 @@ def parse(source: str, language: str = "c") -> Scop:
     if language == "python":
         from .python import parse
         return parse(source)
-    raise ValueError(f"unknown language {language!r}")
+    from ..errors import OptionsError
+    raise OptionsError(f"unknown source language {language!r} (polymagic reads C and Python)")

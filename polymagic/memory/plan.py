@@ -150,7 +150,7 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
             if not box.bounded:
                 reasons.append("not buffered (footprint grows with the problem size)")
                 continue
-            kid = kernel.rsplit("kernel", 1)[-1]
+            kid = kernel.rsplit("kernel", 1)[-1]          # kernel names: pm_kernel<k>
             name = f"sh{kid}_{array}" + (f"_{len(reasons)}" if len(cands) > 1 else "")
             chosen.append(BufferPlan(name, array, scop.arrays[array].ctype,
                                      tuple(box.extents), box.lower, prefix,
