@@ -54,8 +54,26 @@ def _flow(sink: isl.UnionMap, must: isl.UnionMap | None, may: isl.UnionMap | Non
     return info.compute_flow().get_may_dependence().coalesce()
 
 
+#: isl operations the dependence analysis may take (a pathological nest gets an error,
+#: not a hang)
+MAX_OPERATIONS = 50_000_000
+
+
 def compute_dependences(scop: Scop) -> Dependences:
     """Flow, anti, output and input dependences of the Scop in its original order."""
+    from .errors import PolymagicError
+    from .isl_util import OperationBudget
+    try:
+        with OperationBudget(scop.context.get_ctx(), MAX_OPERATIONS):
+            return _compute(scop)
+    except isl.Error as e:
+        raise PolymagicError(
+            "the dependence analysis gave up on this function (more than "
+            f"{MAX_OPERATIONS} isl operations); simplify the loop nest or split it "
+            f"into several cells ({e})") from None
+
+
+def _compute(scop: Scop) -> Dependences:
     sched = scop.schedule.intersect_domain(scop.domain)
     reads, writes = scop.reads, scop.writes
     flow = _flow(reads, writes, None, sched)

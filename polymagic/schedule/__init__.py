@@ -15,6 +15,7 @@ import islpy as isl
 
 from ..deps import Dependences
 from ..errors import PolymagicError
+from ..isl_util import OperationBudget
 from ..scop import Scop
 
 #: isl operations allowed per scheduling call before we give up (prevents hangs)
@@ -50,14 +51,11 @@ def compute_schedule(scop: Scop, deps: Dependences) -> ScheduleResult:
     sc = sc.set_validity(validity)
     sc = sc.set_coincidence(validity)
     sc = sc.set_proximity(validity)
-    ctx.reset_operations()
-    ctx.set_max_operations(MAX_OPERATIONS)
     try:
-        sched = sc.compute_schedule()
+        with OperationBudget(ctx, MAX_OPERATIONS):
+            sched = sc.compute_schedule()
     except isl.Error as e:
         raise PolymagicError(
             "the polyhedral scheduler gave up on this function (too many operations); "
             f"simplify the loop nest or split it into several cells ({e})") from None
-    finally:
-        ctx.set_max_operations(0)
     return ScheduleResult(sched)
