@@ -47,7 +47,7 @@ from typing import Any, Callable, Mapping
 from ..errors import PolymagicError, SourceError, UnsupportedError
 
 #: Python/NumPy type names -> C types
-_SCALAR_TYPES = {"int": "int", "long": "long", "float": "double", "double": "double",
+_SCALAR_TYPES = {"int": "int", "long": "long", "float": "float", "double": "double",
                  "float32": "float", "float64": "double", "int32": "int", "int64": "long",
                  "single": "float", "cfloat": "float", "np.float32": "float",
                  "np.float64": "double", "numpy.float32": "float", "numpy.float64": "double",
@@ -223,6 +223,9 @@ class _Translator:
         for arg in a.args:
             self.check_name(arg.arg, arg)
             text = self.overrides.get(arg.arg) or _annotation_text(arg.annotation)
+            if isinstance(arg.annotation, ast.Name) and arg.annotation.id == "float" and \
+                    arg.arg not in self.overrides:
+                text = "double"            # Python's float is a C double; "float" is C's
             if text is None:
                 raise _Unsupported(f"parameter {arg.arg} has no type: annotate it, e.g. "
                                    f"{arg.arg}: int, {arg.arg}: float or "
