@@ -513,6 +513,10 @@ class _Translator:
                                f"with {len(idx)} subscript(s)", node)
         subs = []
         for i in idx:
+            c = self.const_int(i)
+            if c is not None and c < 0:
+                raise _Unsupported("negative subscripts count from the end in Python; "
+                                   "write the index explicitly (e.g. A[n - 1])", i)
             text, t = self.expr(i, loose)
             if t not in ("int", "long"):
                 raise _Unsupported("array subscripts must be integers", i)
