@@ -417,3 +417,55 @@ def test_gpu_runner_packed_and_tiled_on_a_stand_in_cupy(monkeypatch, device_mem,
         assert t.mode == "tiled" and t.tiles == len(launches) > 1
         assert all("pm_boy" in g[1] and "pm_s_B_0" in g[1] for g in launches)
         assert sum(gr[1] for gr, _ in launches) == n         # the tiles cover every row
+
+
+def test_random_views_and_boxes_plan_and_roundtrip():
+    """Seeded random views (steps, flips, offsets, transposes; interleaved pairs) and
+    reference boxes: every plan is a bijection into its buffers with non-negative
+    strides, and packing then unpacking returns the written boxes."""
+    import random
+    from polymagic.transfers.pack import allocate, pack, unpack
+    rng = random.Random(7)
+    for trial in range(300):
+        nd = rng.choice([1, 2, 3])
+        shape = [rng.randint(1, 6) for _ in range(nd)]
+        steps = [rng.choice([1, 1, 2, 3, -1, -2]) for _ in range(nd)]
+        bshape = [abs(s) * n + rng.randint(0, 3) for s, n in zip(steps, shape)]
+        base = np.arange(float(np.prod(bshape))).reshape(bshape)
+        sl = []
+        for s, n, bn in zip(steps, shape, bshape):
+            if s > 0:
+                start = rng.randint(0, bn - s * (n - 1) - 1)
+                sl.append(slice(start, start + s * (n - 1) + 1, s))
+            else:
+                start = rng.randint(-s * (n - 1), bn - 1)
+                stop = start + s * (n - 1) - 1
+                sl.append(slice(start, stop if stop >= 0 else None, s))
+        perm = list(range(nd))
+        rng.shuffle(perm)
+        v = base[tuple(sl)].transpose(perm)
+        arrays = {"A": v}
+        refs = []
+        for _ in range(rng.randint(1, 5)):
+            lo = [rng.randint(0, n - 1) for n in v.shape]
+            hi = [rng.randint(l, n - 1) for l, n in zip(lo, v.shape)]
+            refs.append(Reference("A", Box(tuple(lo), tuple(hi)), rng.random() < 0.5))
+        if nd == 1 and steps[0] > 1:                 # an interleaved second view
+            off = rng.randint(1, steps[0] - 1)
+            w = base[off::steps[0]][:shape[0]]
+            if len(w):
+                arrays["B"] = w
+                refs.append(Reference("B", Box((0,), (len(w) - 1,)), True))
+        hosts = {n: HostArray.of(n, a) for n, a in arrays.items()}
+        plan = plan_transfers(refs, hosts)
+        verify_plan(plan, hosts, refs)
+        assert all(s >= 0 for lay in plan.layouts.values() for s in lay.strides)
+        st = allocate(plan, {n: 10_000 for n in arrays})
+        pack(plan, arrays, st)
+        out = {n: np.full(a.shape, -1.0) for n, a in arrays.items()}
+        unpack(plan, st, out)
+        for r in refs:
+            if r.write:
+                np.testing.assert_array_equal(out[r.array][r.box.slices],
+                                              arrays[r.array][r.box.slices])
+        assert all(s.guards_intact() for s in st)
