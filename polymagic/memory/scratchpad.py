@@ -276,19 +276,21 @@ def bounding_box(rel: isl.Map, context: isl.Set) -> Box:
     """
     # a single convex piece whose constraints are those of the union: every bound
     # is taken on it, so copying the hull (see copy_in_hull) stays inside the buffer
-    hull = isl.Map.from_basic_map(rel.intersect_params(context).simple_hull())
-    rel = hull
-    deltas = rel.reverse().apply_range(rel).deltas()
-    deltas = deltas.project_out(isl.dim_type.param, 0, deltas.dim(isl.dim_type.param))
+    rel = isl.Map.from_basic_map(rel.intersect_params(context).simple_hull())
+    deltas = None
     lower, extents = [], []
     for d in range(rel.dim(isl.dim_type.out)):
-        lo = hull.dim_min(d).coalesce()
-        v = deltas.dim_max_val(d)
-        ext = int(v.to_python()) + 1 if v.is_int() else None
-        if lo.n_piece() > 1 and ext is not None:
-            simple = _single_piece_lower(lo, rel, d)
-            if simple is not None:
-                lo, ext = simple
+        lo = rel.dim_min(d).coalesce()
+        simple = _single_piece_lower(lo, rel, d)
+        if simple is not None:
+            lo, ext = simple
+        else:
+            if deltas is None:
+                deltas = rel.reverse().apply_range(rel).deltas()
+                deltas = deltas.project_out(isl.dim_type.param, 0,
+                                            deltas.dim(isl.dim_type.param))
+            v = deltas.dim_max_val(d)
+            ext = int(v.to_python()) + 1 if v.is_int() else None
         lower.append(lo)
         extents.append(ext)
     return Box(lower, extents)
@@ -297,7 +299,8 @@ def bounding_box(rel: isl.Map, context: isl.Set) -> Box:
 def _single_piece_lower(lo: isl.PwAff, rel: isl.Map, d: int
                         ) -> tuple[isl.PwAff, int] | None:
     """An affine lower bound g' <= lo valid for every block, with its extent
-    max(a_d - g'(p)) + 1, or None."""
+    max(a_d - g'(p)) + 1, or None.  ``lo`` itself when it has one piece; else the
+    piece of the interior blocks when it stays below ``lo`` at the borders."""
     pieces: list[tuple[isl.Set, isl.Aff]] = []
     lo.foreach_piece(lambda st, aff: pieces.append((st, aff)))
     dom = lo.domain()
