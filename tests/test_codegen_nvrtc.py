@@ -15,7 +15,9 @@ from polymagic.pipeline import compile_source
 
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parent.parent / "examples").glob("*.c"))
 VARIANTS = {"default": Options(), "small-tiles": Options(tile=(8, 8, 8), block=(4, 4, 2)),
-            "1d-blocks": Options(tile=(64, 16, 4), block=(64, 1, 1))}
+            "1d-blocks": Options(tile=(64, 16, 4), block=(64, 1, 1)),
+            "no-shared": Options(shared="none"),
+            "shared-all": Options(shared="all", tile=(16, 16, 8), block=(16, 8, 1))}
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
