@@ -69,7 +69,7 @@ class PolyMagics(Magics):
             print(make_parser().format_help())
             return None
         options = parse_line(line)
-        for note in planned_notes(options):
+        for note in planned_notes(options.with_(explore=False)):
             print(f"note: {note}")
         compiled, report = self._compile_and_run(cell, options)
         if compiled is None:          # a --python cell that ran as plain Python
@@ -77,6 +77,9 @@ class PolyMagics(Magics):
         self.last = (compiled, report)
         self._bind_callable(compiled, options)
         self._show(report, compiled, options)
+        if options.explore and not options.quiet:   # widgets (report/widgets.py)
+            from .report.widgets import explore
+            display(explore(compiled, options, report, self.shell.user_ns))
         return None
 
     def _compile_and_run(self, cell: str, options: Options):

@@ -658,6 +658,13 @@ class PolyFunction:
         return execute(self.compiled, options, inputs, check=check,
                        unchecked="not checked (pass check=True to compare with the CPU reference)")
 
+    def explore(self, namespace: Mapping | None = None, **kwargs):
+        """Widgets to explore tiles, threads and buffers of this function
+        (:class:`polymagic.report.widgets.Explorer`); runs use copies of the arrays
+        in ``namespace``."""
+        from ..report.widgets import explore
+        return explore(self.compiled, self.options, namespace=namespace, **kwargs)
+
 
 def make_callable(compiled, options: Options) -> PolyFunction:
     """The callable the magic binds under the function's name."""

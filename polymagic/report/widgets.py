@@ -1,0 +1,504 @@
+"""Widgets to explore a mapping: ``%%polycuda --explore`` and ``fn.explore()``.
+
+One :class:`Explorer` is a panel of controls above a tab view, all ipywidgets,
+updated in place (nothing is printed, so no page of output scrolls away):
+
+controls
+    tile sizes per band member (block-tile members, then sub-tiled sequential
+    members, as ``--tile``), threads per block (x, y, z, as ``--block``), the
+    shared-memory limit M_up in KB (``--shared-mem``), the buffers
+    (``--shared none/auto/all``), the target, a *Run* button (and *Compare
+    shared*: the emulator's global-memory loads/stores with none/auto/all).
+tabs
+    CUDA (highlighted), Mapping (loops to blocks and threads, schedule tree),
+    Memory plan (buffers, bytes, the planner's decision and reason per array),
+    Pictures (iteration space, one tile's footprint, the tile-size search's cost
+    surface), Timings (runs: table and bars; traffic per variant).
+
+Changing a control regenerates code, plan and the visible picture after a short
+quiet period (``debounce_s``, 0.3 s: dragging a slider regenerates once).  The
+compile is cached by source + options (:func:`polymagic.pipeline.compile_source`),
+as is the mapping the pictures read, so going back to a configuration costs only
+the views.  Pictures are drawn only while their tab is shown (and again when it is
+opened after a change).  ``Explorer.timings`` keeps every regeneration's duration.
+
+Runs use copies of the notebook's arrays: exploring never writes into them.
+"""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from html import escape
+from typing import Mapping
+
+import ipywidgets as W
+import numpy as np
+
+from ..errors import PolymagicError
+from ..options import Options
+from . import explore as E
+
+TABS = ("CUDA", "Mapping", "Memory plan", "Pictures", "Timings")
+PICTURES = ("iteration space", "tile footprint", "tile search")
+TARGETS = ("emulator", "openmp", "gpu", "auto")
+
+
+class Debouncer:
+    """Calls ``fn`` once, ``delay`` seconds after the last of a burst of calls: on the
+    running asyncio loop (the Jupyter kernel's) when there is one, else on a timer
+    thread; at once when ``delay`` is 0."""
+
+    def __init__(self, delay: float, fn):
+        self.delay = delay
+        self.fn = fn
+        self._handle = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> None:
+        if self.delay <= 0:
+            self.fn()
+            return
+        with self._lock:
+            self.cancel()
+            try:
+                loop = asyncio.get_running_loop()
+                self._handle = loop.call_later(self.delay, self.fn)
+            except RuntimeError:
+                t = threading.Timer(self.delay, self.fn)
+                t.daemon = True
+                t.start()
+                self._handle = t
+
+    def cancel(self) -> None:
+        h, self._handle = self._handle, None
+        if h is not None:
+            h.cancel()
+
+    @property
+    def pending(self) -> bool:
+        """A call is scheduled and has not run (nor been cancelled) yet."""
+        h = self._handle
+        if h is None:
+            return False
+        if isinstance(h, threading.Timer):
+            return h.is_alive()
+        return not h.cancelled()
+
+
+def _pre(text: str) -> str:
+    return (f'<pre style="font-size:85%;line-height:1.35;margin:0;white-space:pre-wrap">'
+            f'{escape(text)}</pre>')
+
+
+def _band(compiled, options: Options) -> list[tuple[str, int]]:
+    """(label, size) of every ``--tile`` entry: the widest tiled band's block-tile
+    members, then its sub-tiled members (planned with buffers, so they show)."""
+    from ..mapping import DEFAULT_SUB_TILE, DEFAULT_TILES
+    opts = options if options.shared != "none" else options.with_(shared="auto")
+    try:
+        info = E.mapping_of(compiled, opts)
+    except Exception:      # noqa: BLE001 - the controls still work with defaults
+        info = None
+    best = None
+    if info is not None:
+        tiled = [k for k in info.kernels if k.members]
+        if tiled:
+            best = max(tiled, key=lambda k: len(k.members) + len(k.sub_tiles))
+    tile = list(E.effective_options(compiled, options).tile or ())
+    out = []
+    if best is None:
+        labels = [(f"t{j}", DEFAULT_TILES[2][j]) for j in range(2)]
+    else:
+        labels = [(f"{m.loop} (block)", m.tile) for m in best.members]
+        for s in best.sub_tiles:
+            name = s.split(" (sub-tile")[0]
+            labels.append((f"{name} (sub-tile)", DEFAULT_SUB_TILE))
+    for j, (label, size) in enumerate(labels):
+        out.append((label, tile[j] if j < len(tile) else size))
+    return out
+
+
+class Explorer:
+    """The exploration panel for one function (see the module docstring).
+
+    ``source``/``language``: the function; ``options``: the starting configuration
+    (sizes, tiles, ...); ``namespace``: where run inputs come from (copied);
+    ``report``: a run already made (its sizes and times are shown).  Set control
+    values (``explorer.controls['tile0'].value = 16``) and the views follow; with
+    ``debounce_s=0`` they follow at once (tests, scripts)."""
+
+    def __init__(self, source: str, options: Options | None = None, language: str = "c",
+                 namespace: Mapping | None = None, report=None, compiled=None,
+                 debounce_s: float = 0.3):
+        from ..pipeline import compile_source
+        self.source = source
+        self.language = language
+        options = options or Options()
+        sizes = dict(options.sizes)
+        if report is not None:
+            sizes = {**{k: v for k, v in report.sizes.items()}, **sizes}
+        self.base = options.with_(sizes=sizes, explore=False, quiet=True, json=False)
+        self.namespace = namespace or {}
+        self.compiled = compiled or compile_source(source, self.base, language=language)
+        self.base = E.effective_options(self.compiled, self.base)
+        self.timings: list[dict] = []          # one entry per regeneration
+        self.runs: dict[str, object] = {}      # label -> RunReport
+        self.variants: dict[str, object] = {}  # compare shared: label -> RunReport
+        self.search = None                     # TileSearchResult
+        self.error: str | None = None
+        self._stale_picture = True
+        self._pictures: dict[tuple, bytes] = {}   # PNGs by configuration and picture
+        self._busy = threading.Lock()
+        self._build()
+        if report is not None:
+            self.runs[self._label(self.base)] = report
+        self._debounce = Debouncer(debounce_s, self._regenerate_safely)
+        self.regenerate()
+
+    # ---- building ----------------------------------------------------------------
+    def _build(self) -> None:
+        o = self.base
+        style = {"description_width": "110px"}
+        lay = W.Layout(width="330px")
+        self.controls: dict[str, W.Widget] = {}
+        self.band = _band(self.compiled, o)
+        for j, (label, size) in enumerate(self.band):
+            self.controls[f"tile{j}"] = W.IntSlider(
+                value=int(size), min=1, max=max(256, int(size)), description=label,
+                style=style, layout=lay, continuous_update=True)
+        block = list(o.block or self._block_default())
+        block = (block + [1, 1, 1])[:3]
+        for a, v in zip("xyz", block):
+            self.controls[f"block_{a}"] = W.IntSlider(
+                value=int(v), min=1, max=1024, description=f"threads {a}", style=style,
+                layout=lay, continuous_update=True)
+        self.controls["shared"] = W.ToggleButtons(options=["none", "auto", "all"],
+                                                  value=o.shared, description="shared",
+                                                  style={**style, "button_width": "60px"})
+        self.controls["shared_mem"] = W.IntSlider(
+            value=max(1, min(48, o.shared_mem // 1024)), min=1, max=48,
+            description="M_up (KB)", style=style, layout=lay, continuous_update=True)
+        self.controls["target"] = W.Dropdown(options=list(TARGETS),
+                                             value=o.target if o.target in TARGETS
+                                             else "emulator",
+                                             description="target", style=style,
+                                             layout=W.Layout(width="240px"))
+        for c in self.controls.values():
+            c.observe(self._changed, names="value")
+        self.run_button = W.Button(description="Run", button_style="primary", icon="play",
+                                   tooltip="compile, run on the target, check against the CPU")
+        self.compare_button = W.Button(description="Compare shared", icon="bar-chart",
+                                       tooltip="emulator runs with --shared none/auto/all")
+        self.run_button.on_click(lambda _b: self._safely(self.run))
+        self.compare_button.on_click(lambda _b: self._safely(self.compare_shared))
+        self.progress = W.IntProgress(value=0, min=0, max=3, layout=W.Layout(width="160px",
+                                                                            visibility="hidden"))
+        self.status = W.HTML()
+        # views
+        self.cuda = W.HTML()
+        self.mapping = W.HTML()
+        self.memory = W.HTML()
+        stmts = [s.name for s in self.compiled.scop.statements]
+        self.picture_kind = W.ToggleButtons(options=list(PICTURES), value=PICTURES[0],
+                                            style={"button_width": "120px"})
+        self.statement = W.Dropdown(options=["(default)"] + stmts, value="(default)",
+                                    description="statement", layout=W.Layout(width="220px"))
+        self.search_button = W.Button(description="Search tile sizes", icon="search",
+                                      tooltip="seed 000 §4.3 tile-size search (seconds)")
+        self.use_search = W.Button(description="Use the chosen sizes", disabled=True)
+        self.search_button.on_click(lambda _b: self._safely(self.search_tiles))
+        self.use_search.on_click(lambda _b: self._safely(self.apply_search))
+        self.picture = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        self.picture_note = W.HTML()
+        for c in (self.picture_kind, self.statement):
+            c.observe(lambda _c: self._safely(self.draw_picture), names="value")
+        self.times_table = W.HTML()
+        self.times_picture = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        self.traffic_picture = W.Image(format="png", layout=W.Layout(max_width="100%"))
+        pictures = W.VBox([W.HBox([self.picture_kind, self.statement]),
+                           W.HBox([self.search_button, self.use_search]),
+                           self.picture_note, self.picture])
+        timings = W.VBox([self.times_table, self.times_picture, self.traffic_picture])
+        boxed = W.Layout(max_height="560px", overflow="auto")
+        self.tabs = W.Tab(children=[W.Box([self.cuda], layout=boxed),
+                                    W.Box([self.mapping], layout=boxed),
+                                    W.Box([self.memory], layout=boxed), pictures, timings])
+        for i, t in enumerate(TABS):
+            self.tabs.set_title(i, t)
+        self.tabs.observe(self._tab_changed, names="selected_index")
+        c = self.controls
+        tiles = [c[f"tile{j}"] for j in range(len(self.band))]
+        left = W.VBox([W.HTML("<b>tile sizes</b>")] + tiles +
+                      [W.HTML("<b>threads per block</b>"), c["block_x"], c["block_y"],
+                       c["block_z"]])
+        right = W.VBox([W.HTML("<b>memory and target</b>"), c["shared"], c["shared_mem"],
+                        c["target"], W.HBox([self.run_button, self.compare_button]),
+                        self.progress])
+        name = escape(self.compiled.scop.name)
+        self.widget = W.VBox([W.HTML(f"<b>polymagic explorer: {name}</b>"),
+                              W.HBox([left, right]), self.status, self.tabs])
+        self.widget.add_class("polymagic-explorer")
+
+    def _block_default(self) -> tuple[int, ...]:
+        try:
+            k = E.mapping_of(self.compiled, self.base).kernel()
+            return k.block
+        except Exception:      # noqa: BLE001
+            return (32, 8, 1)
+
+    # ---- the configuration ---------------------------------------------------------
+    def options(self) -> Options:
+        """The Options the controls describe (raises OptionsError when invalid)."""
+        from ..errors import OptionsError
+        c = self.controls
+        tile = tuple(int(c[f"tile{j}"].value) for j in range(len(self.band)))
+        block = tuple(int(c[f"block_{a}"].value) for a in "xyz")
+        while len(block) > 1 and block[-1] == 1:
+            block = block[:-1]
+        if int(np.prod(block)) > 1024:
+            raise OptionsError(f"threads per block {'x'.join(map(str, block))} = "
+                               f"{int(np.prod(block))} > 1024")
+        return self.base.with_(tile=tile or None, tile_levels=(tile,) if tile else (),
+                               tile_auto=False, block=block, shared=c["shared"].value,
+                               shared_mem=int(c["shared_mem"].value) * 1024,
+                               target=c["target"].value)
+
+    def _label(self, o: Options) -> str:
+        tile = ",".join(map(str, o.tile or ()))
+        block = "x".join(map(str, o.block or ()))
+        return f"tile {tile or 'default'} block {block or 'default'} shared {o.shared}"
+
+    # ---- regeneration ----------------------------------------------------------------
+    def _changed(self, _change=None) -> None:
+        self.status.value = '<span style="color:#57606a">changed: regenerating…</span>'
+        self._debounce()
+
+    def _regenerate_safely(self) -> None:
+        self._debounce._handle = None
+        self._safely(self.regenerate)
+
+    def _safely(self, fn) -> None:
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - a callback must never raise into the kernel
+            self._fail(e)
+
+    def _fail(self, e: Exception) -> None:
+        self.error = f"{type(e).__name__}: {e}" if not isinstance(e, PolymagicError) else str(e)
+        self.status.value = (f'<span style="color:#cf222e"><b>error:</b> '
+                             f'{escape(self.error)}</span>')
+
+    def regenerate(self) -> dict:
+        """Compile (cached) and refresh the views for the current controls; returns
+        this regeneration's timing entry."""
+        from ..pipeline import _CACHE, compile_source
+        from .html import highlight
+        with self._busy:
+            t0 = time.perf_counter()
+            o = self.options()
+            key = (self.source, self.language, o.key())
+            cached = key in _CACHE
+            try:
+                compiled = compile_source(self.source, o, language=self.language)
+            except PolymagicError as e:
+                self._fail(e)
+                return {}
+            t_compile = time.perf_counter() - t0
+            self.compiled, self.current = compiled, o
+            self.error = None
+            self.cuda.value = highlight(compiled.cuda, "cuda")
+            sched = self._schedule_text(compiled)
+            self.mapping.value = _pre(E.mapping_text(compiled, o) + "\n\nschedule tree:\n"
+                                      + sched)
+            self.memory.value = _pre(self._memory_text(compiled, o))
+            t_views = time.perf_counter() - t0
+            self._stale_picture = True
+            drew = False
+            if self.tabs.selected_index == TABS.index("Pictures"):
+                self.draw_picture()
+                drew = True
+            dt = time.perf_counter() - t0
+            entry = {"seconds": dt, "compile_cached": cached, "compile_s": t_compile,
+                     "views_s": t_views - t_compile, "picture_s": dt - t_views if drew else 0.0,
+                     "picture": drew, "options": self._label(o)}
+            self.timings.append(entry)
+            how = "cached compile" if cached else f"compiled in {compiled.compile_s:.2f} s"
+            self.status.value = (f'<span style="color:#1a7f37">regenerated in '
+                                 f'{dt * 1000:.0f} ms</span> <span style="color:#57606a">'
+                                 f'({how}{", picture drawn" if drew else ""}) — '
+                                 f'{escape(compiled.summary)}</span>')
+            return entry
+
+    @staticmethod
+    def _schedule_text(compiled) -> str:
+        from .views import view
+        return view("schedule", compiled).text
+
+    def _memory_text(self, compiled, o: Options) -> str:
+        text = E.memory_text(compiled, o)
+        last = self.runs.get(self._label(o))
+        if last is not None and getattr(last, "transfers", None):
+            t = last.transfers
+            text += (f"\n\nhost<->device (last run of this configuration): H2D "
+                     f"{t.get('bytes_h2d', 0)} B, D2H {t.get('bytes_d2h', 0)} B "
+                     f"(whole arrays: {t.get('whole_h2d', 0)} B / {t.get('whole_d2h', 0)} B)")
+        else:
+            text += "\n\nhost<->device bytes: press Run to see the transfer plan's volumes"
+        return text
+
+    def _tab_changed(self, change) -> None:
+        if change["new"] == TABS.index("Pictures") and self._stale_picture:
+            self._safely(self.draw_picture)
+
+    # ---- pictures ------------------------------------------------------------------
+    def draw_picture(self) -> None:
+        """Draw the selected picture for the current configuration."""
+        from . import plots as P
+        o = getattr(self, "current", self.base)
+        kind = self.picture_kind.value
+        stmt = None if self.statement.value == "(default)" else self.statement.value
+        note = ""
+        if kind == "tile search" and self.search is None:
+            self.picture.value = b""
+            self.picture_note.value = ("press <i>Search tile sizes</i> to run seed 000 "
+                                       "§4.3's search at these sizes (a few seconds)")
+            self._stale_picture = False
+            return
+        key = (o.key(), tuple(sorted(o.sizes.items())), kind, stmt,
+               id(self.search) if kind == "tile search" else None)
+        png = self._pictures.get(key)
+        if png is None:
+            if kind == "iteration space":
+                fig = P.iteration_space(self.compiled, o, statement=stmt)
+            elif kind == "tile footprint":
+                kernel = None
+                if stmt is not None:
+                    kernel = E.mapping_of(self.compiled, o).kernel_of(stmt).name
+                fig = P.footprint(self.compiled, o, kernel=kernel)
+            else:
+                fig = P.tile_search(self.search)
+            png = self._pictures[key] = P.to_png(fig)
+        self.picture.value = png
+        self.picture_note.value = note
+        self._stale_picture = False
+
+    def search_tiles(self):
+        """Seed 000 §4.3's tile-size search for the current configuration."""
+        from ..memory.tile_search import search_tile_sizes
+        o = self.options()
+        self.status.value = '<span style="color:#57606a">searching tile sizes…</span>'
+        self.search = search_tile_sizes(self.source, o, language=self.language)
+        self.use_search.disabled = not self.search.searched
+        self.status.value = escape(self.search.summary())
+        self.picture_kind.value = "tile search"
+        self.draw_picture()
+        return self.search
+
+    def apply_search(self) -> None:
+        """Set the tile sliders to the searched sizes."""
+        if self.search is None:
+            return
+        with self._held():
+            for j, v in enumerate(self.search.tile[:len(self.band)]):
+                s = self.controls[f"tile{j}"]
+                s.max = max(s.max, int(v))
+                s.value = int(v)
+        self.regenerate()
+
+    def _held(self):
+        deb = self._debounce
+
+        class _Hold:
+            def __enter__(self_):
+                self_.delay, deb.delay = deb.delay, 3600.0
+
+            def __exit__(self_, *exc):
+                deb.delay = self_.delay
+                deb.cancel()
+        return _Hold()
+
+    # ---- runs ----------------------------------------------------------------------
+    def _inputs(self) -> dict:
+        return {k: (v.copy() if isinstance(v, np.ndarray) else v)
+                for k, v in self.namespace.items()
+                if k in {p.name for p in self.compiled.scop.params}}
+
+    def run(self):
+        """Run the current configuration (on copies of the inputs) and show its times."""
+        from ..pipeline import compile_source
+        from ..runtime.run import run
+        o = self.options()
+        self.status.value = '<span style="color:#57606a">running…</span>'
+        compiled = compile_source(self.source, o, language=self.language)
+        report = run(compiled, o, namespace=self._inputs())
+        label = self._label(o)
+        self.runs[label] = report
+        self._show_runs(compiled, report)
+        self.memory.value = _pre(self._memory_text(compiled, o))
+        verdict = "OK" if report.ok else "MISMATCH"
+        color = "#1a7f37" if report.ok else "#cf222e"
+        self.status.value = (f'<span style="color:{color}"><b>{verdict}</b></span> on '
+                             f'{escape(report.target)}: {escape(report.message or "")}')
+        self.tabs.selected_index = TABS.index("Timings")
+        return report
+
+    def _show_runs(self, compiled, report) -> None:
+        from . import fmt
+        from . import plots as P
+        rows = fmt.times(report, compiled.compile_s)
+        cells = "".join(f"<tr><td style='padding-right:12px'>{escape(k)}</td>"
+                        f"<td style='text-align:right;font-family:monospace'>{escape(v)}</td>"
+                        f"</tr>" for k, v in rows)
+        cnt = report.counters or {}
+        extra = (f"<div>emulator counters: {cnt.get('loads', 0):,} global loads, "
+                 f"{cnt.get('stores', 0):,} global stores</div>" if cnt else "")
+        self.times_table.value = (f"<div><b>{escape(self._label(self.current))}</b>: "
+                                  f"{escape(fmt.check_line(report))}</div>"
+                                  f"<table>{cells}</table>{extra}")
+        recent = dict(list(self.runs.items())[-4:])
+        self.times_picture.value = P.to_png(P.times(recent))
+
+    def compare_shared(self) -> dict:
+        """Emulator runs with ``--shared none``, ``auto`` and ``all``: global-memory
+        loads and stores per variant (progress bar while running)."""
+        from ..pipeline import compile_source
+        from ..runtime.run import run
+        from . import plots as P
+        o = self.options().with_(target="emulator")
+        self.progress.layout.visibility = "visible"
+        self.progress.value = 0
+        out = {}
+        try:
+            for i, v in enumerate(("none", "auto", "all")):
+                self.status.value = f'<span style="color:#57606a">emulator run {i + 1}/3: ' \
+                                    f'--shared {v}…</span>'
+                ov = o.with_(shared=v)
+                out[v] = run(compile_source(self.source, ov, language=self.language), ov,
+                             namespace=self._inputs())
+                self.progress.value = i + 1
+        finally:
+            self.progress.layout.visibility = "hidden"
+        self.variants = out
+        self.traffic_picture.value = P.to_png(P.memory_traffic(out))
+        loads = ", ".join(f"{k}: {r.counters.get('loads', 0):,}" for k, r in out.items())
+        self.status.value = f"global loads per variant (emulator): {escape(loads)}"
+        self.tabs.selected_index = TABS.index("Timings")
+        return out
+
+    # ---- display -------------------------------------------------------------------
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget._repr_mimebundle_(**kwargs)
+
+    def __repr__(self) -> str:
+        return f"<polymagic Explorer of {self.compiled.scop.name}: {self._label(self.base)}>"
+
+
+def explore(compiled, options: Options, report=None, namespace: Mapping | None = None,
+            **kwargs) -> Explorer:
+    """An :class:`Explorer` for a compiled function (what ``--explore`` shows)."""
+    return Explorer(compiled.scop.source, options, compiled.scop.language, namespace,
+                    report, compiled, **kwargs)
+
+
+__all__ = ["Explorer", "Debouncer", "explore", "TABS", "PICTURES"]
