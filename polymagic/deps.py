@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
+from .isl_util import coalesce
 from .scop import Scop
 
 
@@ -26,7 +27,7 @@ class Dependences:
     @property
     def validity(self) -> isl.UnionMap:
         """Every dependence a legal schedule must respect."""
-        return self.flow.union(self.anti).union(self.output).coalesce()
+        return coalesce(self.flow.union(self.anti).union(self.output))
 
     def describe(self) -> str:
         """Readable listing, one relation per line, for ``--show deps``."""
@@ -39,7 +40,7 @@ class Dependences:
                 lines.append(f"{kind:6}: none")
                 continue
             for m in maps:
-                lines.append(f"{kind:6}: {m.coalesce()}")
+                lines.append(f"{kind:6}: {coalesce(m)}")
         return "\n".join(lines)
 
 
@@ -51,7 +52,7 @@ def _flow(sink: isl.UnionMap, must: isl.UnionMap | None, may: isl.UnionMap | Non
     if may is not None:
         info = info.set_may_source(may)
     info = info.set_schedule_map(schedule)
-    return info.compute_flow().get_may_dependence().coalesce()
+    return coalesce(info.compute_flow().get_may_dependence())
 
 
 #: isl operations the dependence analysis may take (a pathological nest gets an error,

@@ -237,7 +237,7 @@ class CPrinter:
             return f"{f}({', '.join(self.expr(a) for a in e.args)})"
         if isinstance(e, Cond):
             s = f"{self.expr(e.cond, 1)} ? {self.expr(e.a, 1)} : {self.expr(e.b, 1)}"
-            return f"({s})" if prec > 0 else s
+            return f"({s})"                  # always: ?: binds looser than any operator
         if isinstance(e, Cast):
             return f"(({e.ctype}){self.expr(e.a, 12)})"
         raise TypeError(f"cannot print {e!r}")

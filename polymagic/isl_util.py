@@ -113,3 +113,12 @@ class OperationBudget:
         self.ctx.set_max_operations(0)
         self.ctx.reset_operations()
         return False
+
+
+def coalesce(x):
+    """``x.coalesce()``, or ``x`` itself when isl fails at the simplification (it has
+    been seen to, on existentially quantified strided domains)."""
+    try:
+        return x.coalesce()
+    except isl.Error:
+        return x

@@ -14,7 +14,7 @@ import islpy as isl
 
 from . import kir
 from .errors import PolymagicError
-from .expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Var, map_expr,
+from .expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Var, map_expr,
                    substitute, substitute_assign)
 from .expr import walk as walk_expr
 from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
@@ -74,11 +74,17 @@ class _Lowerer:
         host_part, kernel_part = [], []
         for c in _conjuncts(cond):
             (kernel_part if _mentions_mapped_ids(c) else host_part).append(c)
-        if kernel_part and node.if_has_else_node():
-            raise PolymagicError("internal: guard on thread ids with an else branch")
         self.guards.append(kernel_part)
         then = self.block(node.if_get_then_node(), False)
         self.guards.pop()
+        if kernel_part and node.if_has_else_node():
+            # the else branch runs for the threads where the whole condition fails:
+            # its launches all happen, each thread guarded by the negation
+            self.guards.append([Unary("!", cond)])
+            orelse = self.block(node.if_get_else_node(), False)
+            self.guards.pop()
+            head = [kir.If(_conjoin(host_part), then)] if host_part else then
+            return head + orelse
         orelse = self.block(node.if_get_else_node(), False) if node.if_has_else_node() else []
         if not host_part:
             return then

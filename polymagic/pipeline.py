@@ -6,9 +6,11 @@ bundle; results are cached by (source, language, options that change code).
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from . import kir
+from .errors import CompileError
 from .options import Options
 from .scop import Scop
 
@@ -29,6 +31,18 @@ class Compiled:
 _CACHE: dict[tuple, Compiled] = {}
 
 
+@contextmanager
+def _stage(name: str):
+    """An isl failure inside a stage becomes a one-paragraph error naming the stage
+    (a polymagic or isl bug, but the user gets a message, not a traceback)."""
+    import islpy as isl
+    try:
+        yield
+    except isl.Error as e:
+        raise CompileError(f"internal error in {name}: isl failed ({e}); please report "
+                           "this function") from None
+
+
 def compile_source(source: str, options: Options | None = None, language: str = "c") -> Compiled:
     """Run the whole pipeline on one function's source (cached)."""
     options = options or Options()
@@ -43,12 +57,17 @@ def compile_source(source: str, options: Options | None = None, language: str = 
     from .mapping import map_to_kir
     from .codegen.cuda import print_cuda
     from .codegen.host import print_host_python
-    scop = parse(source, language)
-    deps = compute_dependences(scop)
-    sched = compute_schedule(scop, deps)
-    program, summary, notes = map_to_kir(scop, sched, options)
-    cuda = print_cuda(program)
-    host_py = print_host_python(program)
+    with _stage("parsing"):
+        scop = parse(source, language)
+    with _stage("dependence analysis"):
+        deps = compute_dependences(scop)
+    with _stage("scheduling"):
+        sched = compute_schedule(scop, deps)
+    with _stage("mapping"):
+        program, summary, notes = map_to_kir(scop, sched, options)
+    with _stage("code generation"):
+        cuda = print_cuda(program)
+        host_py = print_host_python(program)
     c = Compiled(scop, deps, sched, program, cuda, host_py, time.perf_counter() - t0,
                  summary, notes)
     _CACHE[key] = c

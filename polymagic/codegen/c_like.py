@@ -48,6 +48,9 @@ from typing import Iterator
 from .. import kir
 from ..expr import Access, CPrinter, Expr, Int, Var, linearize, row_major_strides, walk
 
+#: Precedence of ``<=`` in :class:`expr.CPrinter` (a loop's upper bound binds tighter).
+LE_PREC = 7
+
 #: Call names as printed (every prelude defines these macros).
 FUNC_NAMES = {"min": "pm_min", "max": "pm_max", "floord": "pm_floord", "pm_mod": "pm_mod"}
 
@@ -195,9 +198,10 @@ class CLikePrinter:
         # every Access met inside an expression is a load
         return self.access(acc, "load")
 
-    def expr(self, e: Expr) -> str:
-        """Print an expression (mapped ids, calls and accesses through the hooks)."""
-        return self.cprinter(e)
+    def expr(self, e: Expr, prec: int = 0) -> str:
+        """Print an expression (mapped ids, calls and accesses through the hooks);
+        ``prec`` is the precedence of the operator around it (parenthesises as needed)."""
+        return self.cprinter.expr(e, prec)
 
     # ---- statements -------------------------------------------------------------
 
@@ -216,7 +220,7 @@ class CLikePrinter:
         """``for (int v = lo; v <= hi; v += step)``."""
         v = self.var_name(loop.var)
         return (f"for ({self.loop_var_decl(loop)} = {self.expr(loop.lower)}; "
-                f"{v} <= {self.expr(loop.upper)}; {v} += {self.loop_step(loop)})")
+                f"{v} <= {self.expr(loop.upper, LE_PREC + 1)}; {v} += {self.loop_step(loop)})")
 
     def unroll_pragma(self, loop: kir.Loop) -> str | None:
         """The line before an unrolled loop (seed 004 §4.3), or None."""
