@@ -1,0 +1,60 @@
+"""Programs the differential fuzzer found to break the pipeline (docs/fuzz-findings.md),
+each run end to end in the emulator against the CPU reference."""
+from __future__ import annotations
+
+import pytest
+
+from polymagic.options import Options
+from polymagic.pipeline import compile_source
+from polymagic.runtime.run import run
+
+CASES = {
+    # 1: two sibling host loops named alike gave a kernel the same parameter twice
+    "sibling-host-loops": ("""
+void fz(int N, float A[2 * N + 1][N + 2], double D[N + 1][N + 1]) {
+  for (int i = 0; i <= N; i++) {
+    for (int j = 0; j < N; j++) {
+      if (j < i) { A[N][0] = 0.125 * A[i + N][0]; } else { A[i + N][1] = 0.125 * A[j + N][1]; }
+    }
+    for (int j = 0; j < N; j++) { A[-j + N][j] = 0.375 * D[j][i]; }
+  }
+}""", [{"N": 1}, {"N": 7}], {}),
+    # 2: isl failed to coalesce the dependences of a strided loop
+    "strided-coalesce": ("""
+void fz(int N, double A[2 * N + 2][N + 1]) {
+  for (int i = 0; i < N; i++) {
+    A[i][i] = 0.0625 * A[1][0];
+    for (int j = 0; j < N; j += 2)
+      for (int k = 0; k < N; k++)
+        A[i + 1][k] = 0.375 * A[2 * j + 1][k];
+  }
+}""", [{"N": 1}, {"N": 6}], {}),
+    # 5: a ?: loop bound printed without parentheses never ran its loop
+    "select-bound": ("""
+void fz(int M, int T, double A[M + 1][M + 1][M + 1]) {
+  for (int t = 0; t < T; t++) {
+    double acc0 = 0.0;
+    for (int i = 0; i <= M - 2; i++) { acc0 = 0.0625 * A[i][i][i]; }
+  }
+}""", [{"M": 1, "T": 1}, {"M": 19, "T": 2}], {}),
+    # 6: a guard on thread ids with an else branch above a kernel
+    "thread-guard-else": ("""
+void fz(int M, int A[M + 1][M + 1][M + 1], double B[M + 4]) {
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < i; j++)
+      A[j][j][i] = A[i][j][j];
+  for (int i = 2; i < 5; i++)
+    for (int j = 0; j < M; j++)
+      B[i + j] = 0.125 * B[j];
+}""", [{"M": 1}, {"M": 9}], {"tile": (6, 1)}),
+}
+
+
+@pytest.mark.parametrize("shared", ["auto", "none"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fuzzer_findings_stay_fixed(name, shared):
+    src, sizes_list, kw = CASES[name]
+    for sizes in sizes_list:
+        opts = Options(sizes=sizes, target="emulator", shared=shared, **kw)
+        report = run(compile_source(src, opts), opts)
+        assert report.ok, report.message
