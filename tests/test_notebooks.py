@@ -10,6 +10,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+#: notebooks that must show pictures (matplotlib PNGs) and widgets
+WITH_PICTURES = {"02_scratchpad.ipynb", "05_transfers.ipynb", "06_tile_explorer.ipynb"}
+WITH_WIDGETS = {"06_tile_explorer.ipynb"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
@@ -34,3 +37,8 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch):
                      for o in results)
     assert "MISMATCH" not in text
     assert "False" not in text, "a check cell in the notebook printed False"
+    kinds = {k for o in results for k in o.get("data", {})}
+    if path.name in WITH_PICTURES:
+        assert "image/png" in kinds, f"{path.name} shows no picture"
+    if path.name in WITH_WIDGETS:
+        assert "application/vnd.jupyter.widget-view+json" in kinds, f"{path.name}: no widgets"

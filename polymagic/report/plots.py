@@ -94,8 +94,8 @@ def _grid(coords: np.ndarray, values: np.ndarray, fill=np.nan):
 
 def _integer_ticks(ax) -> None:
     from matplotlib.ticker import MaxNLocator
-    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
-    ax.yaxis.set_major_locator(MaxNLocator(nbins=6, integer=True))
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=6, integer=True, steps=[1, 2, 4, 5, 8, 10]))
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=6, integer=True, steps=[1, 2, 4, 5, 8, 10]))
 
 
 def _as2d(c: np.ndarray) -> np.ndarray:
@@ -236,24 +236,32 @@ def _mask(pts: np.ndarray, shape2) -> np.ndarray:
     return m
 
 
-def _outline(ax, mask: np.ndarray, color: str, ls: str) -> None:
-    """The border of the cells of ``mask``, as line segments along cell edges."""
+def _outline(ax, mask: np.ndarray, color: str, ls: str, inset: float = 0.0) -> None:
+    """The border of the cells of ``mask``, as line segments along cell edges
+    (``inset``: drawn that far inside the cells, so it shows next to a box)."""
     segs = []
     padded = np.pad(mask, 1)
+    h = 0.5 - inset
     rows, cols = np.nonzero(mask)
     for r, c in zip(rows, cols):
-        if not padded[r, c + 1]:          # above
-            segs.append(((c - 0.5, r - 0.5), (c + 0.5, r - 0.5)))
-        if not padded[r + 2, c + 1]:      # below
-            segs.append(((c - 0.5, r + 0.5), (c + 0.5, r + 0.5)))
-        if not padded[r + 1, c]:          # left
-            segs.append(((c - 0.5, r - 0.5), (c - 0.5, r + 0.5)))
-        if not padded[r + 1, c + 2]:      # right
-            segs.append(((c + 0.5, r - 0.5), (c + 0.5, r + 0.5)))
+        up, down = not padded[r, c + 1], not padded[r + 2, c + 1]
+        left, right = not padded[r + 1, c], not padded[r + 1, c + 2]
+        x0 = c - (h if left else 0.5)
+        x1 = c + (h if right else 0.5)
+        y0 = r - (h if up else 0.5)
+        y1 = r + (h if down else 0.5)
+        if up:
+            segs.append(((x0, r - h), (x1, r - h)))
+        if down:
+            segs.append(((x0, r + h), (x1, r + h)))
+        if left:
+            segs.append(((c - h, y0), (c - h, y1)))
+        if right:
+            segs.append(((c + h, y0), (c + h, y1)))
     if segs:
         from matplotlib.collections import LineCollection
         ax.add_collection(LineCollection(segs, colors=color, linewidths=1.6, linestyles=ls,
-                                         zorder=5))
+                                         zorder=7))
 
 
 def _footprint_axes(ax, a: E.ArrayFootprint) -> None:
@@ -281,7 +289,7 @@ def _footprint_axes(ax, a: E.ArrayFootprint) -> None:
                       extent=(-0.5, shape2[1] - 0.5, shape2[0] - 0.5, -0.5))
             _outline(ax, mask, _GREEN, "-")
         if len(b.copy_out):
-            _outline(ax, _mask(b.copy_out, shape2), _RED, ":")
+            _outline(ax, _mask(b.copy_out, shape2), _RED, ":", inset=0.35)
     ax.set_xlim(-0.5, shape2[1] - 0.5)
     ax.set_ylim(shape2[0] - 0.5, -0.5)
     _integer_ticks(ax)
@@ -640,7 +648,7 @@ def _data_space_axes(ax, a: "E.ArrayDataSpaces") -> None:
         if len(pv.copy_out):
             m = _mask(local(pv.copy_out), shape2)
             segs_ax = ax
-            _outline_at(segs_ax, m, r0, c0, _RED, ":")
+            _outline_at(segs_ax, m, r0, c0, _RED, ":", inset=0.3)
     ax.add_patch(Rectangle((lo[1] - 0.5, lo[0] - 0.5), ext[1], ext[0], fill=False, ec=_ORANGE,
                            lw=2.2))
     dims = "][".join(map(str, a.extents))
@@ -655,11 +663,12 @@ def _data_space_axes(ax, a: "E.ArrayDataSpaces") -> None:
               frameon=False)
 
 
-def _outline_at(ax, mask: np.ndarray, r0: int, c0: int, color: str, ls: str) -> None:
+def _outline_at(ax, mask: np.ndarray, r0: int, c0: int, color: str, ls: str,
+                inset: float = 0.0) -> None:
     """:func:`_outline` for a mask whose cell (0, 0) is element (r0, c0)."""
     from matplotlib.collections import LineCollection
     before = len(ax.collections)
-    _outline(ax, mask, color, ls)
+    _outline(ax, mask, color, ls, inset)
     for coll in ax.collections[before:]:
         if isinstance(coll, LineCollection):
             coll.set_segments([[(x + c0, y + r0) for x, y in seg] for seg in coll.get_segments()])

@@ -399,12 +399,22 @@ class Explorer:
         """Set the tile sliders to the searched sizes."""
         if self.search is None:
             return
+        self.set(**{f"tile{j}": int(v) for j, v in enumerate(self.search.tile[:len(self.band)])})
+
+    def set(self, **values) -> dict:
+        """Set several controls (``tile0=16, shared='none'`` ...) and regenerate once;
+        returns the regeneration's timing entry."""
+        unknown = [k for k in values if k not in self.controls]
+        if unknown:
+            raise KeyError(f"no control {', '.join(unknown)} (controls: "
+                           f"{', '.join(self.controls)})")
         with self._held():
-            for j, v in enumerate(self.search.tile[:len(self.band)]):
-                s = self.controls[f"tile{j}"]
-                s.max = max(s.max, int(v))
-                s.value = int(v)
-        self.regenerate()
+            for k, v in values.items():
+                c = self.controls[k]
+                if isinstance(c, W.IntSlider):
+                    c.max = max(c.max, int(v))
+                c.value = v
+        return self.regenerate()
 
     def _held(self):
         deb = self._debounce
@@ -488,10 +498,16 @@ class Explorer:
 
     # ---- display -------------------------------------------------------------------
     def _repr_mimebundle_(self, **kwargs):
-        return self.widget._repr_mimebundle_(**kwargs)
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        if isinstance(bundle, tuple):            # (data, metadata)
+            bundle[0]["text/plain"] = repr(self)
+        elif isinstance(bundle, dict):
+            bundle["text/plain"] = repr(self)
+        return bundle
 
     def __repr__(self) -> str:
-        return f"<polymagic Explorer of {self.compiled.scop.name}: {self._label(self.base)}>"
+        o = getattr(self, "current", self.base)
+        return f"<polymagic Explorer of {self.compiled.scop.name}: {self._label(o)}>"
 
 
 def explore(compiled, options: Options, report=None, namespace: Mapping | None = None,
