@@ -1,0 +1,65 @@
+"""The differential fuzzer in CI (tests/fuzz/, see its package docstring).
+
+* A seeded campaign of :data:`CI_CASES` random (program, options) cases, run on
+  all cores with per-case timeouts, must show no failure other than the known,
+  already-reported ones (tests/fuzz/known.py).  It takes about 1–2 minutes on a
+  2-core machine and stops starting programs after :data:`CI_BUDGET_S`.
+* A planted mapping bug — every band member treated as parallel — must be caught
+  within 200 cases, which shows the campaign has teeth.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from fuzz import main as fuzz_main
+from fuzz import runner, shrink
+from polymagic import mapping, pipeline
+
+CI_CASES = 300
+CI_SEED = 20240
+CI_BUDGET_S = 480
+CI_TIMEOUT_S = 60
+WORKERS = max(2, min(4, os.cpu_count() or 2))
+
+
+def _describe(failures: list[runner.Failure], pool_workers: int) -> str:
+    """The failures, the first one shrunk (bounded time) for a readable message."""
+    lines = [f"{f.outcome.kind}: {f.outcome.message.splitlines()[0][:300]}\n  "
+             f"{' '.join(f.case.cli()) if f.case else ''}" for f in failures[:10]]
+    first = failures[0]
+    if first.case is not None:
+        with runner.Pool(pool_workers) as pool:
+            res = shrink.shrink(fuzz_main.initial_state(first.case), first.outcome.signature, pool,
+                                max_tests=150, budget_s=120, stage=first.outcome.stage)
+        lines.append("shrunk reproducer (" + " ".join(res.state.case().cli()) + "):\n"
+                     + res.state.source)
+    return "\n".join(lines)
+
+
+def test_seeded_campaign_has_no_new_failures():
+    res = runner.campaign(CI_CASES, seed=CI_SEED, workers=WORKERS, time_budget=CI_BUDGET_S,
+                          timeout=CI_TIMEOUT_S)
+    print(res.summary_line(), res.kinds)
+    assert res.cases >= CI_CASES, f"only {res.cases} cases ran within {CI_BUDGET_S} s"
+    fresh = res.new_failures
+    assert not fresh, _describe(fresh, WORKERS)
+
+
+@pytest.fixture
+def planted_bug(monkeypatch):
+    """Every band member counts as coincident: loops carrying dependences get
+    mapped to parallel threads.  Compile caches are cleared around it."""
+    monkeypatch.setattr(mapping, "_leading_coincident", lambda node: node.band_n_member())
+    pipeline._CACHE.clear()
+    yield
+    pipeline._CACHE.clear()
+
+
+def test_planted_bug_is_caught_within_200_cases(planted_bug):
+    res = runner.campaign(200, seed=CI_SEED + 1, workers=WORKERS, stop_on_failure=True)
+    assert res.failures, f"the planted bug went unnoticed in {res.cases} cases"
+    first = res.failures[0]
+    assert first.outcome.kind in ("mismatch", "emulator:race"), first.outcome
+    assert res.cases <= 200
