@@ -53,6 +53,20 @@ _LOCKS: dict[str, threading.Lock] = {}   # the runtime keeps global state: one r
 _LIBS_LOCK = threading.Lock()
 
 
+def _fresh_locks_after_fork() -> None:
+    """A forked child (the fuzzer's workers, tile_search) inherits the locks in
+    whatever state another thread of the parent (a widget's timer running the
+    emulator, say) held them: give it unheld ones, or its first run waits forever."""
+    global _LIBS_LOCK
+    _LIBS_LOCK = threading.Lock()
+    for k in list(_LOCKS):
+        _LOCKS[k] = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_fresh_locks_after_fork)
+
+
 def cache_dir() -> Path:
     """``$POLYMAGIC_CACHE/emu`` or ``~/.cache/polymagic/emu`` (created)."""
     root = os.environ.get("POLYMAGIC_CACHE") or os.path.join(
@@ -171,7 +185,7 @@ class EmulatorModule:
         self.mode = mode
         self.source = source
         self.path = path
-        lib, self._lock = _load(path)
+        lib, _ = _load(path)
         fn = lib.pm_entry
         # a private function object, so argtypes never clash between modules
         self._entry = ctypes.CFUNCTYPE(ctypes.c_int, *_ENTRY_ARGTYPES)(
@@ -271,7 +285,7 @@ class EmulatorModule:
         nk = len(p.kernels)
         cnt = (ctypes.c_longlong * max(1, 3 * nk))()
         err = ctypes.create_string_buffer(4096)
-        with self._lock:
+        with _LOCKS[str(self.path)]:
             t0 = time.perf_counter()
             rc = self._entry(ptrs, iv, sv, ctypes.c_ulonglong(int(seed) & (2**64 - 1)),
                              ORDERS[order], cnt, err, len(err))
