@@ -53,14 +53,27 @@ _LOCKS: dict[str, threading.Lock] = {}   # the runtime keeps global state: one r
 _LIBS_LOCK = threading.Lock()
 
 
+_OMP_USED = False          # an OpenMP build has run in this process
+
+
 def _fresh_locks_after_fork() -> None:
     """A forked child (the fuzzer's workers, tile_search) inherits the locks in
     whatever state another thread of the parent (a widget's timer running the
-    emulator, say) held them: give it unheld ones, or its first run waits forever."""
+    emulator, say) held them: give it unheld ones, or its first run waits forever.
+    Likewise the OpenMP runtime is not fork-safe: once the parent has run an
+    OpenMP build, a child's parallel region waits forever for the parent's worker
+    threads, so the child's OpenMP builds run on one thread."""
     global _LIBS_LOCK
     _LIBS_LOCK = threading.Lock()
     for k in list(_LOCKS):
         _LOCKS[k] = threading.Lock()
+    if _OMP_USED:
+        for name in ("libgomp.so.1", "libomp.so", "libomp.so.5"):
+            try:
+                ctypes.CDLL(name).omp_set_num_threads(1)
+                break
+            except (OSError, AttributeError):
+                continue
 
 
 if hasattr(os, "register_at_fork"):
@@ -285,6 +298,9 @@ class EmulatorModule:
         nk = len(p.kernels)
         cnt = (ctypes.c_longlong * max(1, 3 * nk))()
         err = ctypes.create_string_buffer(4096)
+        if self.mode == "openmp":
+            global _OMP_USED
+            _OMP_USED = True
         with _LOCKS[str(self.path)]:
             t0 = time.perf_counter()
             rc = self._entry(ptrs, iv, sv, ctypes.c_ulonglong(int(seed) & (2**64 - 1)),
