@@ -1,0 +1,9 @@
+// expect: - share memory
+// options: --size N=8
+// namespace: {"A": ["float64", [8, 8]], "B": "=A.T"}
+// via: magic
+void scale(int N, double alpha, double A[N][N], double B[N][N]) {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++)
+      B[i][j] = alpha * A[i][j];
+}

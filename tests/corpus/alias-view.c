@@ -1,0 +1,8 @@
+// expect: - share memory
+// options: --size N=4
+// namespace: {"A": ["float64", [4, 8]], "B": "=A[:, :4]"}
+void scale(int N, double alpha, double A[N][N], double B[N][N]) {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++)
+      B[i][j] = alpha * A[i][j];
+}

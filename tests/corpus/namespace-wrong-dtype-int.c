@@ -1,0 +1,8 @@
+// expect: - dtype
+// options: --size N=8
+// namespace: {"A": ["int64", [8, 8]]}
+void scale(int N, double alpha, double A[N][N], double B[N][N]) {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++)
+      B[i][j] = alpha * A[i][j];
+}

@@ -1,0 +1,6 @@
+// expect: 4:29 non-affine
+// options: --size N=8
+void f(int N, double A[N], double B[N]) {
+  for (int i = 0; i < 100 / N; i++)
+    B[0] = A[0];
+}

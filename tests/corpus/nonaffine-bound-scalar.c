@@ -1,0 +1,6 @@
+// expect: 4:23 non-affine
+// options: --size N=8
+void f(int N, double x, double A[N], double B[N]) {
+  for (int i = 0; i < x; i++)
+    B[i] = A[i];
+}

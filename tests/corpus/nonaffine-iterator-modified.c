@@ -1,0 +1,8 @@
+// expect: 6:5 modified
+// options: --size N=8
+void f(int N, double A[N], double B[N]) {
+  for (int i = 0; i < N; i++) {
+    B[i] = A[i];
+    i = i + 1;
+  }
+}

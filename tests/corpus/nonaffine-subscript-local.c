@@ -1,0 +1,8 @@
+// expect: 6:7 non-affine
+// options: --size N=8
+void f(int N, double A[N], double B[N]) {
+  for (int i = 0; i < N; i++) {
+    int k = i + 1;
+    B[k] = A[i];
+  }
+}

@@ -1,0 +1,6 @@
+// expect: 3:22 pointer
+// options: --size N=8
+void f(int N, double *A, double B[N]) {
+  for (int i = 0; i < N; i++)
+    B[i] = A[i];
+}

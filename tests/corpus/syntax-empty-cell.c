@@ -1,0 +1,4 @@
+// expect: - function
+// options: --size N=8
+
+

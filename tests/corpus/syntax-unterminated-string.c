@@ -1,0 +1,5 @@
+// expect: 4:10 syntax
+// options: --size N=8
+void f(int N, double A[N], double B[N]) {
+  B[0] = "abc;
+}

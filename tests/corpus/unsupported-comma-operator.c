@@ -1,0 +1,5 @@
+// expect: 4:11 comma
+// options: --size N=8
+void f(int N, double A[N], double B[N]) {
+  B[0] = (A[0], A[1]);
+}

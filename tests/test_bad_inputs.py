@@ -1,0 +1,246 @@
+"""The bad-input corpus (tests/corpus/*.c): every mistake gets a clear error.
+
+Each corpus file is a cell's C source behind a header of ``//`` lines::
+
+    // expect: 5:14 non-affine        line:column of the problem (or "-"), key word
+    // options: --size N=8 --tile 0   the option line (magic) / arguments (CLI)
+    // namespace: {"A": ["float32", [8, 8]], "B": "=A"}   notebook variables
+    // via: magic | callable          also through the magic / the bound callable
+    // xfail: docs/fuzz-findings.md#7  (optional) an open bug
+
+Namespace values: ``[dtype, shape]`` (seeded random array; a third item
+``"readonly"`` makes it read-only), ``"=EXPR"`` (an expression of the arrays
+before it, e.g. ``"=A"`` or ``"=A.T"``: aliasing), ``"list"``/``"string"`` (not
+an array), or a number.
+
+Every entry runs through the API (``parse_options`` → ``compile_source`` →
+``run`` with the namespace) in a worker process with a timeout, and, with
+``via``, through ``%%polycuda`` in an IPython shell or through the callable the
+magic binds.  It must raise a :class:`polymagic.errors.PolymagicError` subclass
+(the magic: IPython's ``UsageError``, shown without a traceback) whose message
+holds the key word and, for source problems, ``line L, column C``; it must not
+hang; and the namespace's arrays must be unchanged afterwards.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fuzz.runner import Pool
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+TIMEOUT_S = 60
+
+
+@dataclass
+class Entry:
+    name: str
+    source: str
+    line: int | None
+    col: int | None
+    keyword: str
+    options: str = ""
+    namespace: dict = field(default_factory=dict)
+    via: str = "api"
+    xfail: str = ""
+
+
+def parse_entry(path: Path) -> Entry:
+    """Read the ``// key: value`` header of a corpus file."""
+    source = path.read_text()
+    head = {}
+    for line in source.splitlines():
+        m = re.match(r"//\s*(\w+):\s*(.*)$", line)
+        if not m:
+            break
+        head[m.group(1)] = m.group(2).strip()
+    where, _, keyword = head["expect"].partition(" ")
+    line = col = None
+    if where not in ("-", "?:?"):
+        line, col = (int(x) for x in where.split(":"))
+    return Entry(path.stem, source, line, col, keyword.strip(), head.get("options", ""),
+                 json.loads(head.get("namespace", "{}")), head.get("via", "api"),
+                 head.get("xfail", ""))
+
+
+def entries() -> list[Entry]:
+    return [parse_entry(p) for p in sorted(CORPUS.glob("*.c"))]
+
+
+# ---- building the namespace -----------------------------------------------------
+
+def make_value(spec, built: dict, seed: int):
+    """One namespace value from its spec (see the module docstring)."""
+    if isinstance(spec, list):
+        dtype, shape = np.dtype(spec[0]), tuple(spec[1])
+        rng = np.random.default_rng(seed)
+        if dtype == object:
+            a = np.empty(shape, dtype=object)
+            a[...] = 1.0
+        else:
+            a = (rng.random(shape) * 10).astype(dtype)
+        if "readonly" in spec[2:]:
+            a.flags.writeable = False
+        return a
+    if isinstance(spec, str) and spec.startswith("="):
+        return eval(spec[1:], {"np": np}, dict(built))   # noqa: S307 — trusted corpus
+    if spec == "list":
+        return [[1.0] * 8 for _ in range(8)]
+    if spec == "string":
+        return "not an array"
+    return spec
+
+
+def make_namespace(specs: dict) -> dict:
+    built: dict = {}
+    for k, (name, spec) in enumerate(specs.items()):
+        built[name] = make_value(spec, built, k)
+    return built
+
+
+def snapshot(ns: dict) -> dict:
+    return {k: np.array(v, copy=True) for k, v in ns.items() if isinstance(v, np.ndarray)}
+
+
+def unchanged(ns: dict, before: dict) -> bool:
+    return all(np.array_equal(ns[k], v, equal_nan=v.dtype.kind in "fc")
+               if v.dtype != object else bool(np.all(ns[k] == v)) for k, v in before.items())
+
+
+# ---- the three routes (run inside a worker process) ------------------------------
+
+def via_api(e: Entry, ns: dict) -> None:
+    from polymagic.options import parse_options
+    from polymagic.pipeline import compile_source
+    from polymagic.runtime.run import run
+    opts = parse_options(e.options)
+    run(compile_source(e.source, opts), opts, namespace=ns)
+
+
+def via_callable(e: Entry, ns: dict) -> None:
+    """Compile with the options (no namespace), then call with the arrays."""
+    from polymagic.options import parse_options
+    from polymagic.pipeline import compile_source
+    from polymagic.runtime.run import make_callable
+    opts = parse_options(e.options)
+    fn = make_callable(compile_source(e.source, opts), opts)
+    fn(**ns)
+
+
+def via_magic(e: Entry, ns: dict) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "polymagic")
+    shell.user_ns.update(ns)
+    try:
+        shell.run_cell_magic("polycuda", e.options, e.source)
+    finally:
+        for name in ns:
+            shell.user_ns.pop(name, None)
+
+
+ROUTES = {"api": via_api, "callable": via_callable, "magic": via_magic}
+
+
+def attempt(e: Entry, route: str) -> dict:
+    """Run one route; what it raised, whether the arrays survived."""
+    ns = make_namespace(e.namespace)
+    before = snapshot(ns)
+    t0 = time.perf_counter()
+    try:
+        ROUTES[route](e, ns)
+        exc = None
+    except BaseException as x:     # noqa: BLE001 — the test judges the type
+        exc = x
+    from IPython.core.error import UsageError
+    from polymagic.errors import PolymagicError
+    return {"route": route, "seconds": time.perf_counter() - t0,
+            "raised": type(exc).__name__ if exc else None,
+            "polymagic": isinstance(exc, PolymagicError),
+            "usage": isinstance(exc, UsageError),
+            "line": getattr(exc, "line", None), "col": getattr(exc, "col", None),
+            "message": str(exc) if exc else "", "unchanged": unchanged(ns, before)}
+
+
+def corpus_job(e: Entry):
+    """Worker job: the entry through the API and its ``via`` route."""
+    routes = ["api"] + ([e.via] if e.via != "api" else [])
+    yield e.name, [attempt(e, r) for r in routes]
+
+
+# ---- the tests ---------------------------------------------------------------------
+
+ENTRIES = entries()
+
+
+@pytest.fixture(scope="module")
+def results() -> dict:
+    """Every entry's attempts, run on all cores with a timeout per entry."""
+    out: dict = {}
+    jobs = [(corpus_job, (e,), 1) for e in ENTRIES]
+    with Pool(2, TIMEOUT_S) as pool:
+        for k, got in pool.imap(jobs):
+            name = ENTRIES[k].name
+            out[name] = got[0][1] if got and got[0][0] == name else "timeout"
+    return out
+
+
+def test_corpus_is_large_enough():
+    assert len(ENTRIES) >= 100
+    assert sum(e.line is not None for e in ENTRIES) >= 50
+    assert {e.via for e in ENTRIES} == {"api", "magic", "callable"}
+
+
+def _param(e: Entry):
+    marks = [pytest.mark.xfail(reason=e.xfail, strict=False)] if e.xfail else []
+    return pytest.param(e, id=e.name, marks=marks)
+
+
+@pytest.mark.parametrize("entry", [_param(e) for e in ENTRIES])
+def test_bad_input_gives_a_clear_error(entry, results):
+    got = results[entry.name]
+    assert got != "timeout", f"no answer within {TIMEOUT_S} s"
+    for r in got:
+        where = f"[{r['route']}] {r['raised']}: {r['message']}"
+        if r["route"] == "magic":
+            assert r["usage"], f"the magic let a non-UsageError through: {where}"
+        else:
+            assert r["polymagic"], f"not a PolymagicError: {where}"
+        assert entry.keyword.lower() in r["message"].lower(), where
+        assert "Traceback" not in r["message"], where
+        if entry.line is not None:
+            assert f"line {entry.line}, column {entry.col}" in r["message"], where
+            if r["route"] != "magic":
+                assert (r["line"], r["col"]) == (entry.line, entry.col), where
+        assert r["unchanged"], f"the namespace's arrays changed: {where}"
+
+
+@pytest.mark.parametrize("name", ["syntax-for-missing-semicolon", "alias-same-array",
+                                  "option-block-too-many-threads"])
+def test_notebook_shows_one_paragraph_without_traceback(name):
+    """What a notebook user sees: IPython prints the UsageError's message alone."""
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+    e = next(x for x in ENTRIES if x.name == name)
+    shell = InteractiveShell.instance()
+    shell.run_line_magic("load_ext", "polymagic")
+    ns = make_namespace(e.namespace)
+    before = snapshot(ns)
+    shell.user_ns.update(ns)
+    try:
+        with capture_output() as out:
+            result = shell.run_cell(f"%%polycuda {e.options}\n{e.source}")
+    finally:
+        for k in ns:
+            shell.user_ns.pop(k, None)
+    text = out.stdout + out.stderr
+    assert "Traceback" not in text and "UsageError" in text, text
+    assert e.keyword.lower() in text.lower()
+    assert type(result.error_in_exec).__name__ == "UsageError"
+    assert unchanged(ns, before)
