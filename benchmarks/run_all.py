@@ -1,0 +1,418 @@
+"""The benchmark suite in one command (issue 8 §4): every kernel of benchmarks/suite.py
+under every mapping variant, on the GPU and on the CPU, with a time budget.
+
+    python benchmarks/run_all.py                          # GPU if CuPy sees one + OpenMP + CPU -O3
+    python benchmarks/run_all.py --preset large --time-budget 540 --ncu --ncu-count 3
+    python benchmarks/run_all.py --target openmp --preset small   # CPU parts only (no GPU)
+
+Per kernel: the original C at ``-O3 -march=native`` (sequential, the user's code as
+written) and, where one exists, cuBLAS through CuPy.  Per kernel and variant: the
+pipeline time (parse → CUDA, cold cache), and per target the kernel time (GPU: CUDA
+events around the launches, the best of ``--repeat``), the H2D/D2H copy times, and the
+check against the CPU reference (first run only).  With ``--ncu``, the same run under
+Nsight Compute (``ncu --metrics gpu__time_duration.sum -c N``, default clock control,
+the way the reference figures of the other issues were taken) for comparison with the
+CUDA-event times.  Variants not available yet are listed as planned.
+
+Writes JSON (``--out``), a markdown table (stdout and ``--markdown``) and a speedup
+plot (``--plot``).  Degrades gracefully: without CuPy/GPU the GPU columns say why,
+without ``ncu`` the ncu column does, and a kernel that fails records its error.
+Stops starting measurements once ``--time-budget`` seconds have passed.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+from suite import PRESETS, Kernel, select, size_args  # noqa: E402
+
+#: Mapping variants: name -> (extra options, or None when planned; description).
+VARIANTS: dict[str, tuple[list[str] | None, str]] = {
+    "single": (["--shared", "none"], "one schedule, global memory only (baseline)"),
+    "shared": (["--shared", "auto"], "+ shared-memory buffers where data is reused"),
+    "shared-all": (["--shared", "all"], "+ shared-memory buffers for every partition"),
+    "tile-auto": (["--tile", "auto"], "+ tile sizes from the tile search"),
+    "superposition": (None, "schedule superposition (planned)"),
+    "registers": (None, "+ register promotion (planned)"),
+    "localisation": (None, "+ localisation (planned)"),
+}
+DEFAULT_VARIANTS = ("single", "shared", "tile-auto", "superposition", "registers",
+                    "localisation")
+CPU_OPT = "-O3 -march=native"
+
+
+# ---- options and environment -------------------------------------------------------
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--target", default="auto",
+                   help="comma list of gpu, openmp, emulator; auto = gpu (if any) + openmp")
+    p.add_argument("--preset", default="large", choices=PRESETS)
+    p.add_argument("--kernels", default="", help="comma list (default: the whole suite)")
+    p.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                   help=f"comma list of {', '.join(VARIANTS)}")
+    p.add_argument("--repeat", type=int, default=3, help="timed runs per measurement (best)")
+    p.add_argument("--time-budget", type=float, default=540.0, metavar="SEC",
+                   help="start no measurement after SEC seconds (default 540)")
+    p.add_argument("--no-check", dest="check", action="store_false",
+                   help="skip the comparison with the CPU reference")
+    p.add_argument("--no-cpu", dest="cpu", action="store_false", help="skip CPU -O3 timings")
+    p.add_argument("--ncu", action="store_true", help="also time kernels under Nsight Compute")
+    p.add_argument("--ncu-count", type=int, default=5, metavar="N",
+                   help="launches profiled per run (ncu -c N)")
+    p.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "latest.json")
+    p.add_argument("--markdown", type=Path, default=None)
+    p.add_argument("--plot", type=Path, default=None)
+    return p.parse_args(argv)
+
+
+def targets(spec: str) -> tuple[list[str], str]:
+    """The targets to run and a note on the GPU (why it is missing)."""
+    from polymagic.runtime.gpu import gpu_available, unavailable_reason
+    gpu_note = "" if gpu_available() else unavailable_reason()
+    if spec == "auto":
+        return (["gpu"] if gpu_available() else []) + ["openmp"], gpu_note
+    wanted = [t.strip() for t in spec.split(",") if t.strip()]
+    bad = [t for t in wanted if t not in ("gpu", "openmp", "emulator")]
+    if bad:
+        raise SystemExit(f"unknown target(s) {', '.join(bad)}")
+    return wanted, gpu_note
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def meta(args, tgts: list[str], gpu_note: str) -> dict:
+    from polymagic.runtime.gpu import device_name, gpu_available
+    return {"date": time.strftime("%Y-%m-%d %H:%M:%S"), "commit": git_commit(),
+            "host": platform.node(), "cpu_cores": os.cpu_count(),
+            "device": device_name() if gpu_available() else None, "gpu_note": gpu_note,
+            "preset": args.preset, "targets": tgts, "repeat": args.repeat,
+            "cpu_opt": CPU_OPT, "ncu": shutil.which("ncu") if args.ncu else None}
+
+
+# ---- measurements -------------------------------------------------------------------
+
+def compile_cold(source: str, options):
+    """The pipeline on a cold cache; (compiled, seconds)."""
+    from polymagic import pipeline
+    pipeline._CACHE.clear()
+    t0 = time.perf_counter()
+    compiled = pipeline.compile_source(source, options)
+    return compiled, time.perf_counter() - t0
+
+
+def inputs_for(compiled, options) -> dict:
+    """Seeded random inputs for every parameter (the runtime's own rules)."""
+    from polymagic.runtime.run import gather_inputs
+    return gather_inputs(compiled.scop, options, {}).args
+
+
+def copies(args: dict) -> dict:
+    return {k: (v.copy() if hasattr(v, "copy") and hasattr(v, "dtype") else v)
+            for k, v in args.items()}
+
+
+def time_cpu(compiled, args: dict, repeat: int) -> float:
+    """Best time of the original C at -O3 (sequential)."""
+    from polymagic.runtime.run import cpu_reference
+    ref = cpu_reference(compiled.scop, CPU_OPT)
+    return min(ref.run(copies(args)) for _ in range(max(1, repeat)))
+
+
+def time_target(compiled, options, args: dict, repeat: int, check: bool) -> dict:
+    """One checked run (report) and ``repeat`` device-only runs (best kernel time)."""
+    from polymagic.runtime.run import make_callable, run
+    out: dict = {}
+    if check:
+        rep = run(compiled, options)
+        out.update(ok=rep.ok, max_rel_err=rep.max_rel_err, launches=rep.launches)
+    fn = make_callable(compiled, options)
+    best = None
+    for _ in range(max(1, repeat)):
+        r = fn(**copies(args))
+        if best is None or r.device_s < best.device_s:
+            best = r
+    out.update(kernel_s=best.device_s, h2d_s=best.h2d_s, d2h_s=best.d2h_s,
+               launches=best.launches)
+    return out
+
+
+# ---- cuBLAS (CuPy) ---------------------------------------------------------------
+
+def _gemm_square(cp, a, s):
+    a["C"] += s["alpha"] * (a["A"] @ a["B"])
+
+
+def _gemm_polybench(cp, a, s):
+    a["C"] *= s["beta"]
+    a["C"] += s["alpha"] * (a["A"] @ a["B"])
+
+
+def _2mm(cp, a, s):
+    a["tmp"] = s["alpha"] * (a["A"] @ a["B"])
+    a["D"] *= s["beta"]
+    a["D"] += a["tmp"] @ a["C"]
+
+
+def _3mm(cp, a, s):
+    a["E"] = a["A"] @ a["B"]
+    a["F"] = a["C"] @ a["D"]
+    a["G"] = a["E"] @ a["F"]
+
+
+def _atax(cp, a, s):
+    a["tmp"] = a["A"] @ a["x"]
+    a["y"] = a["A"].T @ a["tmp"]
+
+
+CUBLAS = {"gemm_square": _gemm_square, "gemm_polybench": _gemm_polybench, "2mm": _2mm,
+          "3mm": _3mm, "atax": _atax}
+
+
+def time_cublas(kernel: Kernel, args: dict, repeat: int) -> float:
+    """Best CUDA-event time of the cuBLAS equivalent (arrays already on the device)."""
+    import cupy as cp
+    import numpy as np
+    fn = CUBLAS[kernel.cublas]
+    dev = {k: cp.asarray(v) for k, v in args.items() if isinstance(v, np.ndarray)}
+    scal = {k: v for k, v in args.items() if not isinstance(v, np.ndarray)}
+    fn(cp, dict(dev), scal)                                   # warm-up (handles, kernels)
+    best = float("inf")
+    for _ in range(max(1, repeat)):
+        a = {k: v.copy() for k, v in dev.items()}
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn(cp, a, scal)
+        end.record()
+        end.synchronize()
+        best = min(best, cp.cuda.get_elapsed_time(start, end) / 1e3)
+    return best
+
+
+# ---- Nsight Compute -----------------------------------------------------------------
+
+_UNITS = {"ns": 1e-9, "nsecond": 1e-9, "usecond": 1e-6, "us": 1e-6, "msecond": 1e-3,
+          "ms": 1e-3, "second": 1.0, "s": 1.0}
+
+
+def parse_ncu_csv(text: str) -> list[float]:
+    """Seconds of every profiled launch from ``ncu --csv`` output."""
+    start = text.find('"ID"')
+    if start < 0:
+        return []
+    out = []
+    for row in csv.DictReader(io.StringIO(text[start:])):
+        if row.get("Metric Name") == "gpu__time_duration.sum":
+            value = float(row["Metric Value"].replace(",", ""))
+            out.append(value * _UNITS.get(row.get("Metric Unit", "ns").strip(), 1e-9))
+    return out
+
+
+def time_ncu(kernel: Kernel, variant_args: list[str], sizes: dict, count: int,
+             timeout: float) -> dict:
+    """The kernel's launches under Nsight Compute (first ``count`` launches)."""
+    ncu = shutil.which("ncu") or ("/usr/local/cuda/bin/ncu"
+                                  if os.path.exists("/usr/local/cuda/bin/ncu") else None)
+    if ncu is None:
+        return {"note": "ncu not found"}
+    cmd = [ncu, "--metrics", "gpu__time_duration.sum", "--csv", "-c", str(count),
+           sys.executable, "-m", "polymagic", "run", str(kernel.path), "--target", "gpu",
+           "--no-check", "--quiet", *variant_args, *size_args(sizes)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"note": f"ncu timed out after {timeout:.0f} s"}
+    times = parse_ncu_csv(p.stdout)
+    if not times:
+        tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ["no output"]
+        return {"note": f"ncu gave no times (exit {p.returncode}: {tail[0][:200]})"}
+    return {"launches": len(times), "sum_s": sum(times), "mean_s": sum(times) / len(times)}
+
+
+# ---- one kernel ---------------------------------------------------------------------
+
+class Budget:
+    def __init__(self, seconds: float):
+        self.t0, self.seconds = time.monotonic(), seconds
+
+    def left(self) -> bool:
+        return time.monotonic() - self.t0 < self.seconds
+
+
+def bench_kernel(kernel: Kernel, args, tgts: list[str], gpu_note: str, budget: Budget) -> dict:
+    from polymagic.errors import PolymagicError
+    from polymagic.options import parse_options
+    sizes = kernel.sizes(args.preset)
+    res: dict = {"kernel": kernel.name, "category": kernel.category, "sizes": sizes,
+                 "variants": {}}
+    source = kernel.path.read_text()
+    base = parse_options(size_args(sizes))
+    try:
+        compiled, _ = compile_cold(source, base)
+        inputs = inputs_for(compiled, base)
+        if args.cpu:
+            res["cpu_o3_s"] = time_cpu(compiled, inputs, args.repeat)
+        if kernel.cublas and "gpu" in tgts:
+            res["cublas_s"] = time_cublas(kernel, inputs, args.repeat)
+    except PolymagicError as e:
+        res["error"] = str(e)
+        return res
+    for name in args.variant_list:
+        if not budget.left():
+            res["variants"][name] = {"skipped": "time budget"}
+            continue
+        res["variants"][name] = bench_variant(kernel, name, source, sizes, inputs, args,
+                                              tgts, gpu_note)
+    return res
+
+
+def bench_variant(kernel: Kernel, name: str, source: str, sizes: dict, inputs: dict, args,
+                  tgts: list[str], gpu_note: str) -> dict:
+    from polymagic.options import parse_options
+    extra, what = VARIANTS[name]
+    if extra is None:
+        return {"planned": what}
+    out: dict = {"targets": {}}
+    try:
+        opts = parse_options(extra + size_args(sizes))
+        compiled, out["pipeline_s"] = compile_cold(source, opts)
+        out["summary"] = compiled.summary
+        for t in tgts:
+            out["targets"][t] = time_target(compiled, opts.with_(target=t), inputs,
+                                            args.repeat, args.check)
+        if args.ncu and "gpu" in tgts:
+            out["ncu"] = time_ncu(kernel, extra, sizes, args.ncu_count, timeout=300)
+    except Exception as e:      # noqa: BLE001 — one failing kernel must not end the suite
+        out["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"
+    if "gpu" not in tgts and gpu_note:
+        out["targets"]["gpu"] = {"note": gpu_note}
+    return out
+
+
+# ---- reports ------------------------------------------------------------------------
+
+def _ms(v) -> str:
+    """Milliseconds, readable at every scale."""
+    if v is None:
+        return "–"
+    ms = v * 1e3
+    return f"{ms:.0f}" if ms >= 100 else f"{ms:.1f}" if ms >= 1 else f"{ms:.3g}"
+
+
+def markdown(results: list[dict], m: dict) -> str:
+    head = ("| kernel | variant | pipeline ms | GPU kernel ms | H2D ms | D2H ms | ncu ms | "
+            "OpenMP ms | CPU -O3 ms | cuBLAS ms | speedup vs CPU | check |")
+    lines = [f"Preset `{m['preset']}`, commit {m['commit']}, device: "
+             f"{m['device'] or 'none (' + (m['gpu_note'] or 'not requested') + ')'}, "
+             f"{m['cpu_cores']} CPU cores.", "", head, "|" + " --- |" * 12]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['kernel']} | – | error: {r['error'][:80]} |" + " |" * 9)
+            continue
+        for name, v in r["variants"].items():
+            lines.append(_row(r, name, v))
+    return "\n".join(lines) + "\n"
+
+
+def _row(r: dict, name: str, v: dict) -> str:
+    if "planned" in v or "skipped" in v or "error" in v:
+        why = v.get("planned") or v.get("skipped") or "error: " + v["error"][:80]
+        return f"| {r['kernel']} | {name} | {why} |" + " |" * 9
+    gpu, omp = v["targets"].get("gpu", {}), v["targets"].get("openmp", {})
+    emu = v["targets"].get("emulator", {})
+    best = min((t["kernel_s"] for t in (gpu, omp) if "kernel_s" in t), default=None)
+    cpu = r.get("cpu_o3_s")
+    speed = f"{cpu / best:.2f}x" if cpu and best else "–"
+    oks = [t.get("ok") for t in (gpu, omp, emu) if "ok" in t]
+    check = "–" if not oks else ("ok" if all(oks) else "FAIL")
+    ncu = v.get("ncu", {}).get("sum_s")
+    return (f"| {r['kernel']} | {name} | {_ms(v.get('pipeline_s'))} | {_ms(gpu.get('kernel_s'))} "
+            f"| {_ms(gpu.get('h2d_s'))} | {_ms(gpu.get('d2h_s'))} | {_ms(ncu)} "
+            f"| {_ms(omp.get('kernel_s'))} | {_ms(cpu)} | {_ms(r.get('cublas_s'))} "
+            f"| {speed} | {check} |")
+
+
+def plot(results: list[dict], path: Path) -> None:
+    """Speedup over CPU -O3 per kernel and variant (best device target)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = [r["kernel"] for r in results if "error" not in r]
+    variants = sorted({v for r in results for v, d in r.get("variants", {}).items()
+                       if "targets" in d})
+    fig, ax = plt.subplots(figsize=(max(6, len(names) * 0.6), 4))
+    width = 0.8 / max(1, len(variants))
+    for k, var in enumerate(variants):
+        ys = []
+        for r in results:
+            if "error" in r:
+                continue
+            d = r["variants"].get(var, {}).get("targets", {})
+            best = min((t["kernel_s"] for t in d.values() if "kernel_s" in t), default=None)
+            ys.append(r.get("cpu_o3_s", 0) / best if best and r.get("cpu_o3_s") else 0)
+        ax.bar([i + k * width for i in range(len(ys))], ys, width, label=var)
+    ax.set_xticks([i + 0.4 - width / 2 for i in range(len(names))], names, rotation=60,
+                  ha="right")
+    ax.set_yscale("log")
+    ax.set_ylabel("speedup over CPU -O3")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+
+
+# ---- main ---------------------------------------------------------------------------
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    args.variant_list = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in args.variant_list if v not in VARIANTS]
+    if unknown:
+        raise SystemExit(f"unknown variant(s) {', '.join(unknown)}")
+    tgts, gpu_note = targets(args.target)
+    budget = Budget(args.time_budget)
+    m = meta(args, tgts, gpu_note)
+    results = []
+    for kernel in select([k for k in args.kernels.split(",") if k]):
+        if not budget.left():
+            results.append({"kernel": kernel.name, "category": kernel.category,
+                            "variants": {}, "skipped": "time budget"})
+            continue
+        t0 = time.monotonic()
+        results.append(bench_kernel(kernel, args, tgts, gpu_note, budget))
+        print(f"{kernel.name}: {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+    m["seconds"] = time.monotonic() - budget.t0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"meta": m, "results": results}, indent=1) + "\n")
+    table = markdown([r for r in results if "skipped" not in r], m)
+    print(table)
+    if args.markdown:
+        args.markdown.write_text(table)
+    if args.plot:
+        plot(results, args.plot)
+    failed = [r["kernel"] for r in results for v in r.get("variants", {}).values()
+              if any(t.get("ok") is False for t in v.get("targets", {}).values())]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
