@@ -34,8 +34,9 @@ class Known:
 
 
 KNOWN: tuple[Known, ...] = (
-    # none open: findings 1-6 of docs/fuzz-findings.md are fixed.  An entry looks like
-    # Known("name", ("crash:Error",), r"message regex", where="docs/fuzz-findings.md#N")
+    Known("scheduler-cannot-carry-dependences", ("error:PolymagicError",),
+          r"unable to carry dependences",
+          where="docs/fuzz-findings.md#9 (schedule/: isl gives up on a strided loop)"),
 )
 
 
