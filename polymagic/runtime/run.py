@@ -39,6 +39,7 @@ from typing import Mapping
 
 import numpy as np
 
+from . import limits
 from ..errors import DeviceError, InputError
 from ..expr import Var, evaluate
 from ..options import Options
@@ -117,6 +118,7 @@ def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
     _check_overlap(given)
     sizes = _sizes(scop, options.sizes, given, defaults or {})
     shapes = _shapes(scop, sizes)
+    limits.check_memory(scop, shapes, sizes)
     for name, a in given.items():
         _check_shape(name, a, shapes[name], sizes)
     user = {n: a for n, a in given.items() if origin[n] == "namespace"}
@@ -567,6 +569,7 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
     ints = {n: inputs.args[n] for n in scop.size_params}
     scalars = {p.name: inputs.args[p.name] for p in scop.scalar_params}
     written = [n for n in scop.written_arrays() if scop.arrays[n].kind == "param"]
+    limits.check_work(scop, ints, target, check)
     sources = inputs.arrays()
     # results land in copies of the written arrays; the others are only read
     dev = {n: (np.array(a, copy=True) if n in written else a) for n, a in sources.items()}

@@ -1,7 +1,6 @@
 // expect: - N=
 // options: --size N=200000
 // via: magic
-// xfail: docs/fuzz-findings.md#7
 void scale(int N, double alpha, double A[N][N], double B[N][N]) {
   for (int i = 0; i < N; i++)
     for (int j = 0; j < N; j++)

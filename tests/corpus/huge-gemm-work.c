@@ -1,6 +1,5 @@
 // expect: - N=
 // options: --size N=4000,M=4000
-// xfail: docs/fuzz-findings.md#8
 void sgemm(int N, int M, float C[N][M], float A[N][N], float B[N][M]) {
   for (int i = 0; i < N; i++)
     for (int j = 0; j < M; j++)

@@ -1,6 +1,5 @@
 // expect: - T=
 // options: --size T=2000000000,N=16
-// xfail: docs/fuzz-findings.md#8
 void heat(int T, int N, double A[N], double B[N]) {
   for (int t = 0; t < T; t++) {
     for (int i = 1; i < N - 1; i++)
