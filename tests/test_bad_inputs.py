@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fuzz.runner import Pool
+from fuzz.pool import Pool
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 TIMEOUT_S = 60
