@@ -279,6 +279,10 @@ def _copy_local_index(stmt: str, n_prefix: int, buf: BufferPlan) -> list[isl.PwA
     return out
 
 
+#: subscripts with more pieces than this are substituted instead of printed by isl
+MAX_INDEX_PIECES = 4
+
+
 def _build_index(build: isl.AstBuild, iters: isl.PwMultiAff, affs: list[isl.PwAff]
                  ) -> tuple[Expr, ...] | None:
     """Subscripts pulled back to the loop iterators and printed by the build."""
@@ -287,7 +291,10 @@ def _build_index(build: isl.AstBuild, iters: isl.PwMultiAff, affs: list[isl.PwAf
         for f in affs:
             f = f.align_params(iters.get_space())
             it = iters.align_params(f.get_space())
-            out.append(ast_expr_to_expr(build.expr_from_pw_aff(f.pullback_pw_multi_aff(it))))
+            g = f.pullback_pw_multi_aff(it)
+            if g.n_piece() > MAX_INDEX_PIECES:     # printing it would be slow and long
+                return None
+            out.append(ast_expr_to_expr(build.expr_from_pw_aff(g)))
         return tuple(out)
     except isl.Error:
         return None
