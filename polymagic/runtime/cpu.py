@@ -19,17 +19,14 @@ the reference is a plain sequential run.
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import os
 import shlex
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Mapping
 
 import numpy as np
 
+from . import ccompile
 from ..errors import CompileError, InputError, UnsupportedError
 from ..scop import DTYPES, Param, Scop
 
@@ -54,17 +51,11 @@ _LIBS: dict[str, ctypes.CDLL] = {}   # loaded libraries by path (a CDLL cannot b
 
 
 def cache_dir() -> Path:
-    """Where compiled references live: ``$POLYMAGIC_CACHE`` or ``~/.cache/polymagic``."""
-    root = os.environ.get("POLYMAGIC_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "polymagic")
-    d = Path(root) / "cpu"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    """Where compiled references live: ``$POLYMAGIC_CACHE/cpu`` (or ``~/.cache/...``)."""
+    return ccompile.cache_dir("cpu")
 
 
-def compiler() -> str:
-    """The C compiler: ``$CC`` when set, else ``cc``."""
-    return os.environ.get("CC") or "cc"
+compiler = ccompile.compiler
 
 
 def compile_flags(opt: str = "-O2") -> list[str]:
@@ -80,44 +71,8 @@ def reference_source(source: str) -> str:
 def build_library(source: str, opt: str = "-O2") -> Path:
     """Compile ``source`` (already with the prelude) into a shared library, cached
     on disk by hash; returns its path.  CompileError carries the compiler log."""
-    cc = compiler()
-    flags = compile_flags(opt)
-    key = hashlib.sha256("\0".join([cc, *flags, source]).encode()).hexdigest()[:24]
-    d = cache_dir()
-    lib = d / f"ref-{key}.so"
-    if lib.exists():
-        return lib
-    c_file = _write_atomic(d / f"ref-{key}.c", source.encode())
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".ref-{key}-", suffix=".so")
-    os.close(fd)
-    try:
-        cmd = [cc, *flags, "-o", tmp, str(c_file), "-lm"]
-        try:
-            p = subprocess.run(cmd, capture_output=True, text=True)
-        except FileNotFoundError:
-            raise CompileError(f"no C compiler: {cc!r} not found (set $CC) — "
-                               f"the CPU reference needs one") from None
-        if p.returncode != 0:
-            raise CompileError(f"the C compiler rejected the source of the CPU reference "
-                               f"({' '.join(cmd)}):\n{(p.stderr + p.stdout).strip()}")
-        os.replace(tmp, lib)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return lib
-
-
-def _write_atomic(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and a rename."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + "-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path
+    return ccompile.shared_library(source, compile_flags(opt), "cpu", "ref",
+                                   "the CPU reference")
 
 
 def load_library(path: Path) -> ctypes.CDLL:

@@ -18,11 +18,7 @@ detection, see ``emu_support.h``) is the evidence that generated kernels are rig
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import shlex
-import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -32,7 +28,8 @@ from typing import Mapping
 import numpy as np
 
 from .. import kir
-from ..errors import CompileError, EmulatorError, InputError
+from . import ccompile
+from ..errors import EmulatorError, InputError
 from ..expr import evaluate
 
 #: NumPy dtype of each C element type.
@@ -82,15 +79,10 @@ if hasattr(os, "register_at_fork"):
 
 def cache_dir() -> Path:
     """``$POLYMAGIC_CACHE/emu`` or ``~/.cache/polymagic/emu`` (created)."""
-    root = os.environ.get("POLYMAGIC_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "polymagic")
-    d = Path(root) / "emu"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    return ccompile.cache_dir("emu")
 
 
-def compiler() -> str:
-    return os.environ.get("CC") or "cc"
+compiler = ccompile.compiler
 
 
 def compile_flags(mode: str, extra: tuple[str, ...] = ()) -> list[str]:
@@ -107,53 +99,8 @@ def build_library(source: str, mode: str, extra_cflags: tuple[str, ...] = ()) ->
     clang without libomp) gets a second try without the flag: the pragmas are then
     ignored and blocks run one after the other, still correct, just not parallel.
     """
-    cc = compiler()
-    flags = compile_flags(mode, tuple(extra_cflags))
-    key = hashlib.sha256("\0".join([cc, *flags, source]).encode()).hexdigest()[:24]
-    d = cache_dir()
-    lib = d / f"emu-{mode}-{key}.so"
-    if lib.exists():
-        return lib
-    c_file = d / f"emu-{mode}-{key}.c"
-    _write_atomic(c_file, source.encode())
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".emu-{key}-", suffix=".so")
-    os.close(fd)
-    try:
-        cmd = [cc, *flags, "-o", tmp, str(c_file), "-lm"]
-        p = _run_cc(cmd, cc)
-        if p.returncode != 0 and "-fopenmp" in flags:
-            cmd2 = [c for c in cmd if c != "-fopenmp"]
-            p2 = _run_cc(cmd2, cc)
-            if p2.returncode == 0:
-                p = p2
-        if p.returncode != 0:
-            raise CompileError(f"the C compiler rejected the emulator source "
-                               f"({' '.join(shlex.quote(c) for c in cmd)}):\n"
-                               f"{(p.stderr + p.stdout).strip()}")
-        os.replace(tmp, lib)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return lib
-
-
-def _run_cc(cmd: list[str], cc: str) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(cmd, capture_output=True, text=True)
-    except FileNotFoundError:
-        raise CompileError(f"no C compiler: {cc!r} not found (set $CC) — the emulator "
-                           f"needs one") from None
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix="." + path.name + "-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    return ccompile.shared_library(source, compile_flags(mode, tuple(extra_cflags)), "emu",
+                                   f"emu-{mode}", "the emulator", optional_flags=("-fopenmp",))
 
 
 def _load(path: Path) -> tuple[ctypes.CDLL, threading.Lock]:
