@@ -43,6 +43,11 @@ class Case:
     seed: int = -1               # program seed (-1: not generated, e.g. a regression)
     attempt: int = 0
 
+    @property
+    def language(self) -> str:
+        """The front end the source is for (``--python``: Python, else C)."""
+        return "python" if "--python" in self.args else "c"
+
     def cli(self) -> list[str]:
         sizes = ",".join(f"{k}={v}" for k, v in self.sizes.items())
         return list(self.args) + (["--size", sizes] if sizes else [])

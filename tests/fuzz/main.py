@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 from . import generator, regressions, runner, shrink
-from .program import render
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -50,7 +49,7 @@ def initial_state(case: runner.Case) -> shrink.State:
     """A shrinkable state: the structured program when the case was generated."""
     if case.seed >= 0:
         program = generator.generate(case.seed, case.attempt)
-        if render(program) == case.source:
+        if runner.program_source(program, case.args)[0] == case.source:
             return shrink.state_of(program, case.args)
     return shrink.State(None, case.source, tuple(case.sizes.items()), tuple(case.args))
 

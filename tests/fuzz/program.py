@@ -548,3 +548,76 @@ def work_estimate(program: Program) -> int:
                 total += mult
         return total
     return visit(program.body, {}, 1)
+
+
+# ---- the same program as Python (the --python front end) -------------------------
+
+class _PyPrinter(_Printer):
+    """Renders a Program as a Python function for ``--python``: ``range`` loops,
+    ``A[i, j]`` subscripts, ``max``/``min`` for ``fmax``/``fmin``, ``and``."""
+
+    def ref(self, r: Ref) -> str:
+        if not r.subs:
+            return r.array
+        subs = [s.plus(lin_aff(self.layout.offset[(r.array, d)])) for d, s in enumerate(r.subs)]
+        return f"{r.array}[{', '.join(s.render() for s in subs)}]"
+
+    def factor(self, f: Factor) -> str:
+        if isinstance(f, Call):
+            return f"{f.fn[1:]}({', '.join(self.ref(a) for a in f.args)})"
+        return super().factor(f)
+
+    def node(self, n: Node, depth: int) -> None:
+        if isinstance(n, Stmt):
+            self.emit(depth, f"{self.ref(n.target)} {n.op} {self.value(n.value)}")
+        elif isinstance(n, Decl):
+            self.emit(depth, f"{n.name} = {self.value(n.init)}")
+        elif isinstance(n, Loop):
+            self.emit(depth, self.loop_head(n) + ":")
+            self.block(n.body, depth + 1)
+        else:
+            self.emit(depth, f"if {' and '.join(c.render() for c in n.conds)}:")
+            self.block(n.then, depth + 1)
+            if n.orelse:
+                self.emit(depth, "else:")
+                self.block(n.orelse, depth + 1)
+
+    def loop_head(self, n: Loop) -> str:
+        lo, hi = n.lo.render(), n.hi.render()
+        if not n.down:
+            step = "" if n.step == 1 else f", {n.step}"
+            return f"for {n.var} in range({lo}, {hi if n.strict else hi + ' + 1'}{step})"
+        start = f"{hi} - 1" if n.strict else hi
+        return f"for {n.var} in range({start}, {lo} - 1, -{n.step})"
+
+    def signature(self) -> str:
+        used = used_names(self.p)
+        params = [f"{s}: int" for s, _ in self.p.sizes if s in used]
+        params += [f"{s}: float" for s in self.p.scalars if s in used]
+        for a in self.p.arrays:
+            if a.name in used:
+                dims = "".join(f"[{lin_aff(self.layout.extent[(a.name, d)]).render()}]"
+                               for d in range(a.rank))
+                params.append(f'{a.name}: "{a.ctype}{dims}"')
+        return f"def {self.p.name}({', '.join(params)}):"
+
+    def render(self) -> str:
+        self.lines = [self.signature()]
+        self.block(self.p.body, 1)
+        return "\n".join(self.lines) + "\n"
+
+
+def python_renderable(program: Program) -> bool:
+    """No int arithmetic (Python's / is true division) and no % (not in the
+    Python front end)."""
+    for n in walk(program.body):
+        if isinstance(n, If) and any(c.mod for c in n.conds):
+            return False
+        if isinstance(n, Stmt) and isinstance(n.value, IntValue):
+            return False
+    return all(a.ctype != "int" for a in program.arrays)
+
+
+def render_python(program: Program) -> str | None:
+    """The program as a Python function, or None when it has no Python equivalent."""
+    return _PyPrinter(program).render() if python_renderable(program) else None

@@ -1,6 +1,7 @@
-"""Saved reproducers: ``tests/fuzz/regressions/<name>.c`` + ``<name>.json``.
+"""Saved reproducers: ``tests/fuzz/regressions/<name>.c`` (``.py`` for ``--python``
+cases) + ``<name>.json``.
 
-The C file is the shrunk function; the JSON holds the option arguments, the
+The source file is the shrunk function; the JSON holds the option arguments, the
 sizes, what the fuzzer saw (``found``: outcome kind and message) and,
 optionally, ``xfail``: where the still-open bug is written up (e.g.
 ``docs/fuzz-findings.md#3``).  ``tests/test_fuzz_regressions.py`` runs every
@@ -31,7 +32,7 @@ def save(case: Case, outcome: Outcome, directory: Path = DIR, note: str = "") ->
     directory.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256((case.source + json.dumps(case.cli())).encode()).hexdigest()[:10]
     name = f"{_slug(outcome.kind)}-{digest}"
-    c_path = directory / f"{name}.c"
+    c_path = directory / f"{name}{'.py' if case.language == 'python' else '.c'}"
     c_path.write_text(case.source)
     meta = {"args": case.args, "sizes": case.sizes,
             "found": {"kind": outcome.kind, "message": outcome.message[:2000]},
@@ -52,6 +53,8 @@ def load_all(directory: Path = DIR) -> list[tuple[str, Case, dict]]:
     out = []
     for meta_path in sorted(directory.glob("*.json")):
         c_path = meta_path.with_suffix(".c")
+        if not c_path.exists():
+            c_path = meta_path.with_suffix(".py")
         if not c_path.exists():
             continue
         meta = json.loads(meta_path.read_text())

@@ -27,7 +27,7 @@ import numpy as np
 from . import generator, space
 from .case import PASS, REFUSED, SKIPPED, Case, Outcome
 from .pool import Pool
-from .program import Program, render, used_sizes
+from .program import Program, render, render_python, used_sizes
 
 #: Options whose small values may legitimately be refused ("does not fit").
 LIMIT_OPTIONS = ("--device-mem", "--shared-mem")
@@ -97,7 +97,7 @@ def run_case(case: Case, compile_only: bool = False) -> Outcome:
     try:
         opts = parse_options(case.cli())
         stage = "compile"
-        compiled = pipeline.compile_source(case.source, opts)
+        compiled = pipeline.compile_source(case.source, opts, language=case.language)
         if compile_only:
             return Outcome(PASS, "", time.perf_counter() - t0, stage)
         stage = "run"
@@ -122,13 +122,13 @@ def run_case(case: Case, compile_only: bool = False) -> Outcome:
                    code=compiled.cuda)
 
 
-def reference_range(source: str, sizes: dict) -> float:
+def reference_range(source: str, sizes: dict, language: str = "c") -> float:
     """Largest |value| of the CPU reference's outputs on seed-0 random inputs
     (inf when not finite).  Raises what the front end raises."""
     from polymagic.frontend import parse
     from polymagic.options import Options
     from polymagic.runtime import run as rt
-    scop = parse(source, "c")
+    scop = parse(source, language)
     inputs = rt.gather_inputs(scop, Options(sizes=dict(sizes)), {})
     arrays = {n: a.copy() for n, a in inputs.arrays().items()}
     rt.cpu_reference(scop).run({**inputs.args, **arrays})
@@ -143,8 +143,8 @@ def reference_range(source: str, sizes: dict) -> float:
     return top
 
 
-def in_range(source: str, sizes: dict) -> bool:
-    return reference_range(source, sizes) <= generator.MAX_MAGNITUDE
+def in_range(source: str, sizes: dict, language: str = "c") -> bool:
+    return reference_range(source, sizes, language) <= generator.MAX_MAGNITUDE
 
 
 def valid_program(seed: int, attempts: int = 30) -> Program:
@@ -170,11 +170,23 @@ def program_job(seed: int, arg_lists: list[list[str]]) -> Iterator[tuple[Case, O
         case = Case(render(program), used_sizes(program), arg_lists[0], seed, 0)
         yield case, Outcome(classify(e), f"{type(e).__name__}: {e}", time.perf_counter() - t0)
         return
-    source, sizes = render(program), used_sizes(program)
+    sizes = used_sizes(program)
     for args in arg_lists:
+        source, args = program_source(program, args)
         case = Case(source, sizes, args, seed, program.origin.get("attempt", 0))
         yield case                          # announced: a timeout blames this case
         yield case, run_case(case)
+
+
+def program_source(program: Program, args: list[str]) -> tuple[str, list[str]]:
+    """The source for ``args``: Python with ``--python`` when the program has a
+    Python equivalent (else C, and ``--python`` is dropped)."""
+    if "--python" in args:
+        py = render_python(program)
+        if py is not None:
+            return py, args
+        args = [a for a in args if a != "--python"]
+    return render(program), args
 
 
 def cases_job(cases: list[Case], compile_only: bool = False) -> Iterator:
@@ -191,7 +203,7 @@ def checked_run(case: Case, compile_only: bool = False) -> Outcome:
     if compile_only:
         return run_case(case, compile_only=True)
     try:
-        ok = in_range(case.source, case.sizes)
+        ok = in_range(case.source, case.sizes, case.language)
     except Exception:            # noqa: BLE001 — run_case reports the same error
         ok = True
     if not ok:

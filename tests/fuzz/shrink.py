@@ -23,8 +23,8 @@ from typing import Iterator
 
 from . import space
 from .program import (Aff, Bound, Call, Decl, If, IntValue, Loop, Program, Ref, Stmt,
-                      Term, Value, render, used_sizes)
-from .runner import Case, Outcome, Pool, cases_job
+                      Term, Value, used_sizes)
+from .runner import Case, Outcome, Pool, cases_job, program_source
 
 Path = tuple  # a position in the tree: indices into nested blocks
 
@@ -41,11 +41,14 @@ class State:
 
 
 def state_of(program: Program, args: list[str]) -> State:
-    return State(program, render(program), tuple(used_sizes(program).items()), tuple(args))
+    source, args = program_source(program, list(args))
+    return State(program, source, tuple(used_sizes(program).items()), tuple(args))
 
 
 def with_program(s: State, program: Program) -> State:
-    return State(program, render(program), tuple(used_sizes(program).items()), s.args)
+    """``s`` with another program (rendered in the language of ``s.args``); a
+    program with no Python equivalent drops ``--python``."""
+    return state_of(program, list(s.args))
 
 
 # ---- tree edits ----------------------------------------------------------------------
@@ -244,7 +247,7 @@ def candidates(s: State) -> Iterator[State]:
     """Options first (cheap, and they make every later test faster), then the
     program, then the sizes."""
     for args in arg_candidates(s.args):
-        yield replace(s, args=args)
+        yield replace(s, args=args) if s.program is None else state_of(s.program, list(args))
     if s.program is None:
         for sizes in size_candidates(dict(s.sizes)):
             yield State(None, s.source, tuple(sizes.items()), s.args)

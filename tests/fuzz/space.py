@@ -79,6 +79,9 @@ OPTION_SPACE: tuple[Dimension, ...] = (
               lambda v: ["--delta", str(v)], code=True),
     Dimension("device_mem", lambda r: r.choice((None,) * 5 + ("2KB", "16KB", "256KB")),
               lambda v: ["--device-mem", v], code=True),
+    # the same program through the Python front end (runner.program_source renders it)
+    Dimension("python", lambda r: True if r.random() < 0.2 else None,
+              lambda v: ["--python"], code=True),
     # parsed today, no effect yet (planned stages): switch on when they land
     # (tile_levels then replaces the tile row: both are --tile)
     Dimension("tile_levels", draw_tile_levels,
