@@ -128,6 +128,16 @@ def test_run_and_compare_leave_the_namespace_alone():
         np.testing.assert_array_equal(ns[k], v)
 
 
+def test_device_memory_limit_splits_runs():
+    ex = Explorer(GEMM, Options(sizes={"N": 128}, target="emulator"), debounce_s=0)
+    assert ex.controls["device_mem"].value == 0 and ex.current.device_mem is None
+    ex.set(device_mem=64 << 10)
+    assert ex.current.device_mem == 64 << 10
+    report = ex.run()
+    assert report.ok and report.transfers["mode"] == "tiled"
+    assert "launch tile(s) within --device-mem" in ex.memory.value
+
+
 def test_debouncer_runs_once_after_a_burst():
     calls = []
     d = Debouncer(0.15, lambda: calls.append(time.perf_counter()))

@@ -7,7 +7,8 @@ controls
     tile sizes per band member (block-tile members, then sub-tiled sequential
     members, as ``--tile``), threads per block (x, y, z, as ``--block``), the
     shared-memory limit M_up in KB (``--shared-mem``), the buffers
-    (``--shared none/auto/all``), the target, a *Run* button (and *Compare
+    (``--shared none/auto/all``), the device-memory limit (``--device-mem``: runs
+    split their launches to fit), the target, a *Run* button (and *Compare
     shared*: the emulator's global-memory loads/stores with none/auto/all).
 tabs
     CUDA (highlighted), Mapping (loops to blocks and threads, schedule tree),
@@ -179,6 +180,13 @@ class Explorer:
         self.controls["shared_mem"] = W.IntSlider(
             value=max(1, min(48, o.shared_mem // 1024)), min=1, max=48,
             description="M_up (KB)", style=style, layout=lay, continuous_update=True)
+        mem = [("no limit", 0), ("64 KB", 64 << 10), ("256 KB", 256 << 10), ("1 MB", 1 << 20),
+               ("16 MB", 16 << 20), ("256 MB", 256 << 20), ("4 GB", 4 << 30)]
+        if o.device_mem and o.device_mem not in [v for _, v in mem]:
+            mem.append((f"{o.device_mem} B", o.device_mem))
+        self.controls["device_mem"] = W.Dropdown(options=mem, value=o.device_mem or 0,
+                                                 description="device mem", style=style,
+                                                 layout=W.Layout(width="240px"))
         self.controls["target"] = W.Dropdown(options=list(TARGETS),
                                              value=o.target if o.target in TARGETS
                                              else "emulator",
@@ -233,7 +241,7 @@ class Explorer:
                       [W.HTML("<b>threads per block</b>"), c["block_x"], c["block_y"],
                        c["block_z"]])
         right = W.VBox([W.HTML("<b>memory and target</b>"), c["shared"], c["shared_mem"],
-                        c["target"], W.HBox([self.run_button, self.compare_button]),
+                        c["device_mem"], c["target"], W.HBox([self.run_button, self.compare_button]),
                         self.progress])
         name = escape(self.compiled.scop.name)
         self.widget = W.VBox([W.HTML(f"<b>polymagic explorer: {name}</b>"),
@@ -262,12 +270,14 @@ class Explorer:
         return self.base.with_(tile=tile or None, tile_levels=(tile,) if tile else (),
                                tile_auto=False, block=block, shared=c["shared"].value,
                                shared_mem=int(c["shared_mem"].value) * 1024,
+                               device_mem=int(c["device_mem"].value) or None,
                                target=c["target"].value)
 
     def _label(self, o: Options) -> str:
         tile = ",".join(map(str, o.tile or ()))
         block = "x".join(map(str, o.block or ()))
-        return f"tile {tile or 'default'} block {block or 'default'} shared {o.shared}"
+        dev = f" device-mem {o.device_mem} B" if o.device_mem else ""
+        return f"tile {tile or 'default'} block {block or 'default'} shared {o.shared}{dev}"
 
     # ---- regeneration ----------------------------------------------------------------
     def _changed(self, _change=None) -> None:
@@ -342,7 +352,9 @@ class Explorer:
             t = last.transfers
             text += (f"\n\nhost<->device (last run of this configuration): H2D "
                      f"{t.get('bytes_h2d', 0)} B, D2H {t.get('bytes_d2h', 0)} B "
-                     f"(whole arrays: {t.get('whole_h2d', 0)} B / {t.get('whole_d2h', 0)} B)")
+                     f"(whole arrays: {t.get('whole_h2d', 0)} B / {t.get('whole_d2h', 0)} B)"
+                     + (f", {t.get('tiles')} launch tile(s) within --device-mem"
+                        if t.get("mode") == "tiled" else ""))
         else:
             text += "\n\nhost<->device bytes: press Run to see the transfer plan's volumes"
         return text
