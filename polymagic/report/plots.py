@@ -389,7 +389,7 @@ def times(reports) -> Figure:
     report).  Log scale; the emulator's times say nothing about GPU speed."""
     from . import fmt
     runs = _reports(reports)
-    fig = Figure(figsize=(7.0, 0.9 + 0.75 * max(len(runs), 1) * 2))
+    fig = Figure(figsize=(9.0, 1.1 + 0.55 * max(len(runs), 1) * 2))
     ax = fig.subplots()
     labels, vals, colors = [], [], []
     palette = {"CPU reference": "#7f7f7f", "gpu": "#2ca02c", "emulator": "#1f77b4",
@@ -410,13 +410,16 @@ def times(reports) -> Figure:
         return fig
     y = np.arange(len(vals))[::-1]
     ax.barh(y, vals, color=colors)
-    ax.set_yticks(y, labels, fontsize=8)
+    ax.set_yticks(y, labels, fontsize=7.5)
+    fig.subplots_adjust(left=min(0.5, 0.04 + 0.0088 * max(len(s) for s in labels)),
+                        right=0.97, top=1 - 0.45 / fig.get_figheight(),
+                        bottom=0.6 / fig.get_figheight())
     ax.set_xscale("log")
     ax.set_xlabel("seconds")
     for yy, v in zip(y, vals):
         ax.text(v, yy, " " + fmt.seconds(v), va="center", fontsize=8)
     ax.set_xlim(min(vals) / 3, max(vals) * 8)
-    ax.set_title("CPU reference vs device kernels (the emulator is not a speed measure)",
+    fig.suptitle("CPU reference vs device kernels (the emulator's times are no GPU speed)",
                  fontsize=9)
     return fig
 

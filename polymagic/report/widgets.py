@@ -152,8 +152,10 @@ class Explorer:
         self._pictures: dict[tuple, bytes] = {}   # PNGs by configuration and picture
         self._busy = threading.Lock()
         self._build()
+        self._last_run: dict[str, object] = {}   # configuration label -> its last run
         if report is not None:
-            self.runs[self._label(self.base)] = report
+            self.runs[self._run_label(self.base, report)] = report
+            self._last_run[self._label(self.base)] = report
         self._debounce = Debouncer(debounce_s, self._regenerate_safely)
         self.regenerate()
 
@@ -273,6 +275,10 @@ class Explorer:
                                device_mem=int(c["device_mem"].value) or None,
                                target=c["target"].value)
 
+    def _run_label(self, o: Options, report) -> str:
+        tile = ",".join(map(str, o.tile or ())) or "default"
+        return f"#{len(self.runs) + 1} {report.target}, tile {tile}, shared {o.shared}"
+
     def _label(self, o: Options) -> str:
         tile = ",".join(map(str, o.tile or ()))
         block = "x".join(map(str, o.block or ()))
@@ -347,7 +353,7 @@ class Explorer:
 
     def _memory_text(self, compiled, o: Options) -> str:
         text = E.memory_text(compiled, o)
-        last = self.runs.get(self._label(o))
+        last = self._last_run.get(self._label(o))
         if last is not None and getattr(last, "transfers", None):
             t = last.transfers
             text += (f"\n\nhost<->device (last run of this configuration): H2D "
@@ -454,8 +460,8 @@ class Explorer:
         self.status.value = '<span style="color:#57606a">running…</span>'
         compiled = compile_source(self.source, o, language=self.language)
         report = run(compiled, o, namespace=self._inputs())
-        label = self._label(o)
-        self.runs[label] = report
+        self.runs[self._run_label(o, report)] = report
+        self._last_run[self._label(o)] = report
         self._show_runs(compiled, report)
         self.memory.value = _pre(self._memory_text(compiled, o))
         verdict = "OK" if report.ok else "MISMATCH"
