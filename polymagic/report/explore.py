@@ -70,6 +70,7 @@ class MappingInfo:
     host_loops: list[str]
     tile: tuple[int, ...] | None               # the tile vector used (after --tile auto)
     seconds: float = 0.0
+    schedule: isl.Schedule | None = None       # the mapped tree: tiles, id filters, copies
 
     def kernel(self, name: str | None = None) -> KernelInfo:
         """A kernel by name ('kernel0' or 'pm_kernel0'); default: the first tiled one."""
@@ -125,7 +126,7 @@ def mapping_of(compiled, options: Options) -> MappingInfo:
             list(mem.buffers) if mem else [], list(mem.decisions) if mem else [],
             filters.get(mark, {})))
     info = MappingInfo(kernels, list(mapping.host_loops), options.tile,
-                       time.perf_counter() - t0)
+                       time.perf_counter() - t0, mapping.schedule)
     _MAPPINGS[key] = info
     return info
 
@@ -556,6 +557,12 @@ def memory_text(compiled, options: Options) -> str:
     return "\n".join(lines)
 
 
+def schedule_text(schedule: isl.Schedule) -> str:
+    """An isl schedule tree in block YAML style (one node per line, indented)."""
+    p = isl.Printer.to_str(schedule.get_ctx()).set_yaml_style(isl.yaml_style.BLOCK)
+    return p.print_schedule(schedule).get_str()
+
+
 # ---- runs of several variants ------------------------------------------------------
 
 def run_variants(source: str, options: Options, variants: Mapping[str, Mapping],
@@ -704,4 +711,4 @@ __all__ = ["KernelInfo", "MappingInfo", "mapping_of", "picture_sizes", "iteratio
            "IterationPoints", "tile_footprint", "TileFootprint", "ArrayFootprint",
            "BufferBox", "mapping_text", "memory_text", "memory_rows", "run_variants",
            "shared_variants", "transfer_plan", "effective_options", "fix_params", "points",
-           "program_data_spaces", "ArrayDataSpaces", "PartitionView", "RefSpace"]
+           "program_data_spaces", "schedule_text", "ArrayDataSpaces", "PartitionView", "RefSpace"]

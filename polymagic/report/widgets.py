@@ -34,6 +34,7 @@ from html import escape
 from typing import Mapping
 
 import ipywidgets as W
+import islpy as isl
 import numpy as np
 
 from ..errors import PolymagicError
@@ -325,8 +326,12 @@ class Explorer:
             self.error = None
             self.cuda.value = highlight(compiled.cuda, "cuda")
             sched = self._schedule_text(compiled)
-            self.mapping.value = _pre(E.mapping_text(compiled, o) + "\n\nschedule tree:\n"
-                                      + sched)
+            mapped = E.mapping_of(compiled, o).schedule
+            self.mapping.value = _pre(
+                E.mapping_text(compiled, o) + "\n\nschedule tree (isl's scheduler):\n" + sched
+                + ("\n\nmapped schedule tree (tiles, block/thread filters pm_b*/pm_t*, copy "
+                   "statements pm_in_*/pm_out_*, barriers pm_sync*):\n"
+                   + E.schedule_text(mapped) if mapped is not None else ""))
             self.memory.value = _pre(self._memory_text(compiled, o))
             t_views = time.perf_counter() - t0
             self._stale_picture = True
@@ -348,6 +353,9 @@ class Explorer:
 
     @staticmethod
     def _schedule_text(compiled) -> str:
+        sched = getattr(compiled.schedule, "schedule", None)
+        if isinstance(sched, isl.Schedule):
+            return E.schedule_text(sched)
         from .views import view
         return view("schedule", compiled).text
 
