@@ -254,10 +254,11 @@ def move_tile_slider(page, timeout_ms: int) -> tuple[str, str]:
     for _ in range(max(n, 1)):
         handle.press("ArrowLeft")
     log(f"moved the slider from {before_value} to {readout.inner_text().strip()}")
+    # intermediate values may regenerate on the way (slow key presses): wait for 16
     page.wait_for_function(
         """([el, before]) => {
             const t = el.innerText;
-            return /regenerated/.test(t) && t !== before;
+            return /regenerated/.test(t) && t !== before && t.includes('(tile 16,');
         }""", arg=[status.element_handle(), summary_before], timeout=timeout_ms, polling=250)
     summary_after = status.inner_text()
     if tabs.inner_text() == cuda_before:
