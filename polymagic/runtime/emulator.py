@@ -205,18 +205,21 @@ class EmulatorModule:
         """
         p = self.program
         scalars = scalars or {}
-        if order not in ORDERS:
-            raise InputError(f"unknown emulator order {order!r} (forward, reverse, shuffle)")
-        missing = [n for n in p.size_params if n not in ints]
-        if missing:
-            raise InputError(f"the emulator needs a value for {', '.join(missing)}")
-        missing = [n for n in p.scalars if n not in scalars]
-        if missing:
-            raise InputError(f"the emulator needs a value for {', '.join(missing)}")
+        self._check_values(ints, scalars, order)
         env = {n: int(ints[n]) for n in p.size_params}
         env.update({k: int(v) for k, v in ints.items() if k not in env})
         arrs = self._arrays(arrays, env)
         return self.run_pointers([a.ctypes.data for a in arrs], env, scalars, seed, order)
+
+    def _check_values(self, ints: Mapping[str, int], scalars: Mapping[str, float],
+                      order: str) -> None:
+        """Every size and scalar has a value and the order is known (InputError)."""
+        if order not in ORDERS:
+            raise InputError(f"unknown emulator order {order!r} (forward, reverse, shuffle)")
+        missing = [n for n in self.program.size_params if n not in ints] + \
+                  [n for n in self.program.scalars if n not in scalars]
+        if missing:
+            raise InputError(f"the emulator needs a value for {', '.join(missing)}")
 
     def run_pointers(self, pointers: list[int], ints: Mapping[str, int],
                      scalars: Mapping[str, float] | None = None, seed: int = 0,
@@ -228,14 +231,7 @@ class EmulatorModule:
         ints, so the kernels run the remapped address arithmetic."""
         p = self.program
         scalars = scalars or {}
-        if order not in ORDERS:
-            raise InputError(f"unknown emulator order {order!r} (forward, reverse, shuffle)")
-        missing = [n for n in p.size_params if n not in ints]
-        if missing:
-            raise InputError(f"the emulator needs a value for {', '.join(missing)}")
-        missing = [n for n in p.scalars if n not in scalars]
-        if missing:
-            raise InputError(f"the emulator needs a value for {', '.join(missing)}")
+        self._check_values(ints, scalars, order)
         if len(pointers) != len(p.arrays):
             raise InputError(f"the emulator needs {len(p.arrays)} array pointers, got {len(pointers)}")
         env = {n: int(ints[n]) for n in p.size_params}
