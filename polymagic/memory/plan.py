@@ -136,7 +136,13 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
     pre_outer, pre_inner = _prefix(outer), _prefix(inner)
     same_level = outer.is_equal(inner)
     chosen: list[BufferPlan] = []
+    writes = _prefix(inner).domain()
     for array in arrays:
+        # an array the kernel writes: other blocks may write inside this block's box,
+        # so only the elements it reads are loaded (a box would race; fuzz finding 10)
+        written = any(a.array == array and a.is_write and not
+                      writes.extract_set(s.domain.get_space()).is_empty()
+                      for s in scop.statements for a in s.accesses)
         level, prefix = "block", pre_outer
         cands = _candidates(scop, pre_outer, options, [array], fixed)
         if not same_level and not all(box.bounded for _, box, _, _ in cands):
@@ -155,6 +161,7 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
             chosen.append(BufferPlan(name, array, scop.arrays[array].ctype,
                                      tuple(box.extents), box.lower, prefix,
                                      [(d.stmt, d.ref) for d in part.spaces], level, why,
+                                     part.copy_in if written else
                                      copy_in_hull(part, _array_bounds(scop, array)),
                                      part.copy_out))
             reasons.append(f"{name}[{']['.join(map(str, box.extents))}] per {level} ({why})")
