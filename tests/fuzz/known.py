@@ -37,11 +37,6 @@ KNOWN: tuple[Known, ...] = (
     Known("scheduler-cannot-carry-dependences", ("error:PolymagicError",),
           r"unable to carry dependences",
           where="docs/fuzz-findings.md#9 (schedule/: isl gives up on a strided loop)"),
-    Known("shared-copy-in-races", ("emulator:race",),
-          r"read by block \([\d,]+\) thread \([\d,]+\) and write by block|"
-          r"write by block \([\d,]+\) thread \([\d,]+\) and read by block",
-          code_pattern=r"__shared__",
-          where="docs/fuzz-findings.md#10 (memory/: copy-in of a box other blocks write)"),
     Known("dependence-analysis-gives-up", ("error:PolymagicError", "timeout"),
           r"dependence analysis gave up|deps\.py\", line \d+ in _flow",
           where="docs/fuzz-findings.md#11 (deps.py: minutes, then an error)"),
