@@ -72,14 +72,35 @@ def language(options: Options, path: str = "") -> str:
 
 
 def planned_notes(options: Options) -> list[str]:
-    """Notes for options whose feature is not in this version yet (never silent)."""
-    wanted = [f"--{n}" for n in ("explore", "autotune") if getattr(options, n, False)]
-    return [f"{w} is planned but not available in this version: ran once with the "
-            f"given options" for w in wanted]
+    """Notes for options that do nothing where they were given (never silent): the
+    widgets of ``--explore`` need a notebook."""
+    if getattr(options, "explore", False):
+        return ["--explore shows widgets in a notebook (%%polycuda --explore); "
+                "the command line ignores it"]
+    return []
+
+
+def run_autotune(source: str, options: Options, lang: str = "c"):
+    """``--autotune``: try the candidates (progress on stderr unless --quiet) and
+    return the result and the options with the chosen sizes."""
+    from .autotune import autotune
+
+    def progress(i: int, n: int, c) -> None:
+        if options.quiet:
+            return
+        what = (c.skipped or c.error or
+                (f"{c.seconds * 1e3:.3g} ms on the GPU" if c.loads is None and c.seconds
+                 else f"{c.traffic:,} global loads+stores"))
+        print(f"polymagic: autotune {i}/{n}: {c.label()}: {what}", file=sys.stderr)
+
+    result = autotune(source, options, language=lang, progress=progress)
+    return result, result.options(options).with_(autotune=False)
 
 
 def cmd_cuda(source: str, options: Options, lang: str = "c") -> int:
     from .pipeline import compile_source
+    if options.autotune:
+        _, options = run_autotune(source, options, lang)
     compiled = compile_source(source, options, language=lang)
     sys.stdout.write(compiled.cuda if compiled.cuda.endswith("\n") else compiled.cuda + "\n")
     return EXIT_OK
@@ -88,14 +109,24 @@ def cmd_cuda(source: str, options: Options, lang: str = "c") -> int:
 def cmd_run(source: str, options: Options, lang: str = "c") -> int:
     from .pipeline import compile_source
     from .runtime.run import run
+    tuned = None
+    if options.autotune:
+        tuned, options = run_autotune(source, options, lang)
     compiled = compile_source(source, options, language=lang)
     report = run(compiled, options, namespace=None)
     if options.json:
         from .report.jsonout import to_json
-        print(json.dumps(to_json(report, compiled)))
+        out = to_json(report, compiled)
+        if tuned is not None:
+            from .report.jsonout import clean
+            out["autotune"] = clean(tuned.as_dict())
+        print(json.dumps(out))
     elif not options.quiet:
-        from .report.text import to_text
-        sys.stdout.write(to_text(report, compiled, options.show))
+        from .report.text import autotune_lines, to_text
+        text = to_text(report, compiled, options.show)
+        if tuned is not None:
+            text += "\n".join(autotune_lines(tuned)) + "\n"
+        sys.stdout.write(text)
     return EXIT_OK if report.ok else EXIT_FAIL
 
 

@@ -56,6 +56,7 @@ class PolyMagics(Magics):
     """Holds the ``%%polycuda`` magic; ``last`` keeps the latest (compiled, report)."""
 
     last: tuple | None = None
+    last_autotune = None
 
     @cell_magic
     def polycuda(self, line: str, cell: str):
@@ -71,12 +72,18 @@ class PolyMagics(Magics):
         options = parse_line(line)
         for note in planned_notes(options.with_(explore=False)):
             print(f"note: {note}")
+        tuned = None
+        if options.autotune:
+            tuned = self._autotune(cell, options)
+            if tuned is not None:
+                options = tuned.options(options).with_(autotune=False)
         compiled, report = self._compile_and_run(cell, options)
         if compiled is None:          # a --python cell that ran as plain Python
             return None
         self.last = (compiled, report)
-        self._bind_callable(compiled, options)
-        self._show(report, compiled, options)
+        self.last_autotune = tuned
+        self._bind_callable(compiled, options, tuned)
+        self._show(report, compiled, options, tuned)
         if options.explore and not options.quiet:   # widgets (report/widgets.py)
             from .report.widgets import explore
             display(explore(compiled, options, report, self.shell.user_ns))
@@ -100,23 +107,55 @@ class PolyMagics(Magics):
             raise UsageError(str(e)) from None
         return compiled, report
 
-    def _bind_callable(self, compiled, options: Options) -> None:
-        """Put ``<function name>(**arrays_and_sizes)`` into the user namespace."""
+    def _autotune(self, cell: str, options: Options):
+        """``--autotune`` (polymagic.autotune) with a progress bar; None when a
+        ``--python`` cell cannot be compiled (it then runs as plain Python)."""
+        from .autotune import autotune
+        bar = None
+        if not options.quiet and not options.json:
+            from .report.widgets import autotune_progress
+            bar, progress = autotune_progress(options.autotune_candidates)
+            display(bar)
+        else:
+            progress = None
+        lang = language(options)
+        try:
+            return autotune(cell, options, language=lang, namespace=self.shell.user_ns,
+                            progress=progress)
+        except PolymagicError as e:
+            if lang == "python" and not isinstance(e, OptionsError):
+                return None
+            raise UsageError(str(e)) from None
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _bind_callable(self, compiled, options: Options, tuned=None) -> None:
+        """Put ``<function name>(**arrays_and_sizes)`` into the user namespace (with
+        the autotuner's choice as its configuration, and its result as
+        ``.autotune_result``)."""
         from .runtime.run import make_callable
         try:
             fn = make_callable(compiled, options)
         except PolymagicError as e:
             raise UsageError(str(e)) from None
+        fn.autotune_result = tuned
         self.shell.user_ns[compiled.scop.name] = fn
 
-    def _show(self, report, compiled, options: Options) -> None:
+    def _show(self, report, compiled, options: Options, tuned=None) -> None:
         if options.quiet:
             return
         if options.json:
-            from .report.jsonout import to_json
-            print(json.dumps(to_json(report, compiled), indent=1))
+            from .report.jsonout import clean, to_json
+            out = to_json(report, compiled)
+            if tuned is not None:
+                out["autotune"] = clean(tuned.as_dict())
+            print(json.dumps(out, indent=1))
             return
         from .report.html import HtmlReport
+        if tuned is not None:
+            from .report.html import AutotuneReport
+            display(AutotuneReport(tuned))
         display(HtmlReport(report, compiled, options.show))
 
 

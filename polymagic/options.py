@@ -41,7 +41,9 @@ class Options:
     python: bool = False                          # the cell holds a Python function
     # exploration (widgets, autotuning)
     explore: bool = False
-    autotune: bool = False
+    autotune: bool = False                        # --autotune: try tile/block candidates
+    autotune_candidates: int = 12                 # at most this many candidates
+    autotune_budget: float = 60.0                 # seconds; later candidates are skipped
 
     def key(self) -> tuple:
         """What the generated code depends on (for compile caches)."""
@@ -138,7 +140,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device-mem", metavar="512MB", help="device memory the kernels may use")
     p.add_argument("--python", action="store_true", help="the cell holds a Python function")
     p.add_argument("--explore", action="store_true", help="show widgets to explore the mapping")
-    p.add_argument("--autotune", action="store_true", help="search tile and block sizes")
+    p.add_argument("--autotune", action="store_true",
+                   help="try candidate tile/block sizes (timed on a GPU, else ranked with "
+                        "the emulator's counters and the seed 000 §4.3 model); keep the best")
+    p.add_argument("--autotune-candidates", type=int, default=12, metavar="12",
+                   help="most candidates --autotune tries")
+    p.add_argument("--autotune-budget", type=float, default=60.0, metavar="SECONDS",
+                   help="time --autotune may take; later candidates are skipped")
     p.add_argument("--json", action="store_true", help="print one JSON object (CLI)")
     p.add_argument("--quiet", "-q", action="store_true")
 
@@ -172,6 +180,12 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
         if ns.tile and not tile_auto else ()
     if not 0 <= ns.delta <= 1:
         raise OptionsError(f"--delta must lie in [0, 1], got {ns.delta}")
+    if ns.autotune_candidates < 1:
+        raise OptionsError(f"--autotune-candidates must be at least 1, got "
+                           f"{ns.autotune_candidates}")
+    if not ns.autotune_budget > 0:
+        raise OptionsError(f"--autotune-budget must be a positive number of seconds, got "
+                           f"{ns.autotune_budget}")
     return Options(sizes=parse_sizes(ns.size), inputs=ns.inputs, seed=ns.seed,
                    target=ns.target, tile=levels[0] if levels else None, tile_levels=levels,
                    tile_auto=tile_auto,
@@ -179,6 +193,8 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
                    registers=ns.registers, delta=ns.delta,
                    device_mem=parse_bytes(ns.device_mem, "--device-mem") if ns.device_mem else None,
                    python=ns.python, explore=ns.explore, autotune=ns.autotune,
+                   autotune_candidates=ns.autotune_candidates,
+                   autotune_budget=ns.autotune_budget,
                    block=block, check=ns.check, show=tuple(show), json=ns.json,
                    emu_order=ns.emu_order, quiet=ns.quiet)
 

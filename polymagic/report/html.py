@@ -124,3 +124,46 @@ class HtmlReport:
 
     def __repr__(self) -> str:
         return to_text(self.report, self.compiled, self.show).rstrip("\n")
+
+
+def autotune_html(result) -> str:
+    """``--autotune``: the choice, the heat map (PNG) and every candidate's score."""
+    import base64
+    from . import plots
+    png = base64.b64encode(plots.to_png(plots.autotune(result))).decode()
+    rows = []
+    for c in sorted(result.candidates, key=lambda c: (not c.ok, c.score)):
+        state = (f"skipped: {c.skipped}" if c.skipped else
+                 f"failed: {c.error}" if not c.ok else f"{c.score:.2f}")
+        traffic = f"{c.traffic:,}" if c.traffic is not None else "–"
+        cost = f"{c.model_cost:.3g}" if c.model_cost is not None else "–"
+        secs = fmt.seconds(c.seconds) if c.seconds is not None else "–"
+        mark = " ★" if c is result.best else ""
+        rows.append(f"<tr><td><code>{escape(c.label())}</code>{mark}</td>"
+                    f"<td>{escape(c.source)}</td><td>{escape(state)}</td>"
+                    f"<td style='text-align:right'>{traffic}</td>"
+                    f"<td style='text-align:right'>{cost}</td>"
+                    f"<td style='text-align:right'>{c.blocks if c.blocks is not None else '–'}</td>"
+                    f"<td style='text-align:right'>{secs}</td></tr>")
+    traffic_h = "global loads+stores (emulator)" if result.mode != "gpu" else "–"
+    notes = "".join(f"<li>{escape(n)}</li>" for n in result.notes)
+    return (f'<div class="polymagic-autotune"><div><b>{escape(result.summary())}</b></div>'
+            f'<details><summary>{len(result.candidates)} candidate(s)</summary>'
+            f"<table><tr><th>configuration</th><th>from</th><th>score</th>"
+            f"<th>{traffic_h}</th><th>§4.3 cost</th><th>blocks</th><th>time</th></tr>"
+            f"{''.join(rows)}</table><ul>{notes}</ul></details>"
+            f'<img src="data:image/png;base64,{png}" style="max-width:560px"/></div>')
+
+
+class AutotuneReport:
+    """A displayable ``--autotune`` result: HTML with the heat map, text in terminals."""
+
+    def __init__(self, result):
+        self.result = result
+
+    def _repr_html_(self) -> str:
+        return autotune_html(self.result)
+
+    def __repr__(self) -> str:
+        from .text import autotune_lines
+        return "\n".join(autotune_lines(self.result))

@@ -17,6 +17,8 @@ IPython or ipywidgets.  The data come from :mod:`polymagic.report.explore`
                                    copy-out (seed 000 §3, Figure 1)
 :func:`tile_search`                the §4.3 cost over the evaluated tile vectors,
                                    with the chosen and the default point
+:func:`autotune`                   the autotuner's score over two tile sizes (heat
+                                   map), the chosen configuration starred
 :func:`times`                      CPU reference vs device (GPU / emulator) times
 :func:`memory_traffic`             global-memory loads/stores counted by the emulator
                                    per variant (``--shared none/auto/all``)
@@ -375,6 +377,65 @@ def tile_search(result, dims: Sequence[int] = (0, 1)) -> Figure:
     return fig
 
 
+# ---- autotuning --------------------------------------------------------------------
+
+def autotune(result) -> Figure:
+    """The autotuner's score (:class:`polymagic.autotune.AutotuneResult`) as a heat map
+    over its two varied sizes (``result.axes``): each cell the best score of the
+    candidates with those two sizes (1.0: the best seen; lower is better), annotated;
+    the chosen configuration a red star, the start a black frame.  Candidates that
+    did not run (skipped, failed) show as hatched cells."""
+    cands = result.candidates
+    xs = sorted({result.axis_value(c, 1) for c in cands})
+    ys = sorted({result.axis_value(c, 0) for c in cands})
+    img = np.full((len(ys), len(xs)), np.nan)
+    tried = np.zeros((len(ys), len(xs)), dtype=bool)
+    for c in cands:
+        r, k = ys.index(result.axis_value(c, 0)), xs.index(result.axis_value(c, 1))
+        tried[r, k] = True
+        if c.ok and math.isfinite(c.score):
+            img[r, k] = c.score if np.isnan(img[r, k]) else min(img[r, k], c.score)
+    fig = Figure(figsize=(6.4, 5.0))
+    ax = fig.subplots()
+    fig.subplots_adjust(left=0.14, right=0.95, top=0.82, bottom=0.24)
+    how = "GPU kernel time relative to the fastest" if result.mode == "gpu" else \
+        "emulator traffic × §4.3 cost (geometric mean) / grid fill, relative to the best"
+    fig.suptitle(_wrap(result.summary(), 100) + "\n" + _wrap(f"score: {how}", 100), fontsize=7.5)
+    if np.isfinite(img).any():
+        finite = img[np.isfinite(img)]
+        im = ax.imshow(img, cmap="viridis_r", origin="lower", aspect="auto",
+                       vmin=float(finite.min()), vmax=float(max(finite.max(), finite.min() * 1.01)),
+                       interpolation="nearest")
+        fig.colorbar(im, ax=ax, shrink=0.85, label="score (lower is better)")
+    for r in range(len(ys)):
+        for k in range(len(xs)):
+            if np.isfinite(img[r, k]):
+                ax.text(k, r, f"{img[r, k]:.2f}", ha="center", va="center", fontsize=8,
+                        color="white" if img[r, k] < np.nanmedian(img) else "black")
+            elif tried[r, k]:
+                ax.add_patch(Rectangle((k - 0.5, r - 0.5), 1, 1, fill=False, hatch="//",
+                                       ec="#999999", lw=0))
+                ax.text(k, r, "–", ha="center", va="center", fontsize=8, color="#666666")
+    start = result.start
+    ax.add_patch(Rectangle((xs.index(result.axis_value(start, 1)) - 0.5,
+                            ys.index(result.axis_value(start, 0)) - 0.5), 1, 1, fill=False,
+                           ec="black", lw=2.0, label=f"start {start.label()}"))
+    if result.best is not None:
+        b = result.best
+        ax.scatter([xs.index(result.axis_value(b, 1)) + 0.3],
+                   [ys.index(result.axis_value(b, 0)) + 0.3], marker="*", s=260, c=_RED,
+                   edgecolors="white", zorder=5, label=f"chosen {b.label()}")
+    ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [str(v) for v in ys])
+    ax.set_xlim(-0.5, len(xs) - 0.5)
+    ax.set_ylim(-0.5, len(ys) - 0.5)
+    ax.set_xlabel(result.axes[1])
+    ax.set_ylabel(result.axes[0])
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2,
+              frameon=False)
+    return fig
+
+
 # ---- times and counters ----------------------------------------------------------------
 
 def _reports(reports) -> dict:
@@ -677,5 +738,5 @@ def _outline_at(ax, mask: np.ndarray, r0: int, c0: int, color: str, ls: str,
             coll.set_segments([[(x + c0, y + r0) for x, y in seg] for seg in coll.get_segments()])
 
 
-__all__ = ["Figure", "to_png", "iteration_space", "footprint", "tile_search", "times",
+__all__ = ["Figure", "to_png", "iteration_space", "footprint", "tile_search", "autotune", "times",
            "memory_traffic", "packing", "transfer_packing", "figure7_members", "data_spaces"]

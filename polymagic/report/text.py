@@ -43,6 +43,32 @@ def header_lines(report, compiled) -> list[str]:
     return lines
 
 
+def autotune_lines(result) -> list[str]:
+    """``--autotune``: the choice, then one line per candidate (best first)."""
+    lines = [result.summary()]
+    ranked = sorted(result.candidates, key=lambda c: (not c.ok, c.score))
+    for c in ranked:
+        if c.skipped:
+            what = f"skipped: {c.skipped}"
+        elif not c.ok:
+            what = f"failed: {c.error}"
+        else:
+            parts = [f"score {c.score:.2f}"]
+            if c.traffic is not None:
+                parts.append(f"{c.traffic:,} global loads+stores")
+            if c.model_cost is not None:
+                parts.append(f"§4.3 cost {c.model_cost:.3g}")
+            if c.blocks is not None:
+                parts.append(f"{c.blocks} blocks")
+            if c.seconds is not None and result.mode == "gpu":
+                parts.append(fmt.seconds(c.seconds))
+            what = ", ".join(parts)
+        star = "*" if c is result.best else " "
+        lines.append(f"  {star} {c.label()} ({c.source}): {what}")
+    lines.extend(f"  note: {n}" for n in result.notes)
+    return lines
+
+
 def to_text(report, compiled, show=()) -> str:
     """The full plain-text report, with the views named in ``show``."""
     lines = header_lines(report, compiled)

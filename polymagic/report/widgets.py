@@ -536,6 +536,20 @@ class Explorer:
         return f"<polymagic Explorer of {self.compiled.scop.name}: {self._label(o)}>"
 
 
+def autotune_progress(total: int):
+    """A progress bar for ``--autotune`` and its callback ``(i, n, candidate)``."""
+    bar = W.IntProgress(value=0, min=0, max=max(1, int(total)), description="autotune",
+                        bar_style="info", layout=W.Layout(width="420px"))
+
+    def progress(i: int, n: int, candidate) -> None:
+        bar.max = max(1, n)
+        bar.value = i
+        bar.description = f"autotune {i}/{n}"
+        if i >= n:
+            bar.bar_style = "success"
+    return bar, progress
+
+
 def explore(compiled, options: Options, report=None, namespace: Mapping | None = None,
             **kwargs) -> Explorer:
     """An :class:`Explorer` for a compiled function (what ``--explore`` shows)."""
@@ -543,4 +557,4 @@ def explore(compiled, options: Options, report=None, namespace: Mapping | None =
                     report, compiled, **kwargs)
 
 
-__all__ = ["Explorer", "Debouncer", "explore", "TABS", "PICTURES"]
+__all__ = ["Explorer", "Debouncer", "explore", "autotune_progress", "TABS", "PICTURES"]
