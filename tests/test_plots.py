@@ -195,3 +195,57 @@ def test_packing_pictures():
     fig = P.transfer_packing(plan, arrays)
     assert P.to_png(fig, dpi=30).startswith(PNG)
     assert any("A" in ax.get_title() for ax in fig.axes)
+
+
+# ---- seed 001: C(t), I/O/G, ρ and the drift; seed 003: block and thread schedules ---------
+
+SOR = """void sor(int n, double A[n]) {
+  for (int i = 1; i < n - 1; i++)
+    A[i] = (A[i - 1] + A[i + 1]) / 2.0;
+}"""
+
+
+def test_localisation_of_1d_sor_is_seed_001_example_1():
+    """Seed 001 §5, Example 1: C(i) = {i-1, i, i+1}, ρ(x, i) = x - i + 1, drift -1."""
+    from polymagic.frontend import parse
+    C = E.access_window(parse(SOR), "A", "i")
+    loc = E.localisation(C, {"n": 10})
+    assert [s.t for s in loc.steps] == list(range(1, 9)) and loc.storage == 3
+    for s in loc.steps:
+        i = s.t
+        assert s.cached.ravel().tolist() == [i - 1, i, i + 1]
+        assert s.rho == {(x,): x - i + 1 for x in (i - 1, i, i + 1)}
+        assert s.move_out.ravel().tolist() == ([i - 1] if i < 8 else [7, 8, 9])
+        assert s.move_in.ravel().tolist() == ([0, 1, 2] if i == 1 else [i + 1])
+        if i < 8:
+            assert s.drift == {(i,): -1, (i + 1,): -1}
+    assert loc.drifts() == {-1}
+    # the parametric sets, by isl
+    G = loc.sets["G"]
+    assert G.is_equal(isl.Map("[n] -> { [i] -> A[x] : 1 <= i <= n - 3 and i <= x <= i + 1 }"))
+    # a window of two steps keeps four elements
+    loc2 = E.localisation(E.access_window(parse(SOR), "A", "i", window=2), {"n": 10})
+    assert loc2.storage == 4
+    fig = P.localisation(loc)
+    assert P.to_png(fig, dpi=30).startswith(PNG)
+    assert "constant drift -1" in fig._suptitle.get_text()
+
+
+def test_scattering_functions_of_gemm():
+    o = Options(sizes={"N": 64}, tile=(16, 32), tile_levels=((16, 32),), block=(32, 8))
+    info = E.mapping_of(compile_source(GEMM, o), o)
+    outer, regular = E.scattering_functions(info)
+    assert outer == "(0, ⌊i/16⌋_y, ⌊j/32⌋_x)"
+    assert regular.startswith("(⌊k/16⌋, (i mod 16) mod 8_y, j mod 32_x, ⌊(i mod 16)/8⌋")
+    fig = P.schedules(compile_source(GEMM, o), o)
+    assert P.to_png(fig, dpi=30).startswith(PNG)
+    assert "⌊i/16⌋_y" in fig.axes[0].get_title()
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_seed_pictures_of_every_example(path):
+    o = Options(sizes={})
+    c = compile_source(path.read_text(), o)
+    for fig in (P.schedules(c, o, cap=8), P.localisation_of(c, max_steps=4)):
+        assert isinstance(fig, P.Figure)
+        assert P.to_png(fig, dpi=30).startswith(PNG)

@@ -600,6 +600,134 @@ def transfer_plan(compiled, arrays: Mapping[str, np.ndarray], sizes: Mapping[str
     return plan_session(compiled.program, compiled.scop, arrays, ints).plan
 
 
+# ---- seed 001 §4: the cached set C(t) and its movement ------------------------------
+
+def access_window(scop, array: str, time: str, window: int = 1) -> isl.Map:
+    """Seed 001 §4.2 (localisation based on access instances): ``{ [t] -> A[x] }``,
+    the elements of ``array`` accessed at time ``t`` of the loop ``time`` and the
+    ``window - 1`` following steps, ``C(t) = ∪_j ∪_{τ<w} C_j(t + τ)``, over every
+    statement inside a loop named ``time`` (with the size parameters)."""
+    if window < 1:
+        raise ValueError("the localisation window must be at least 1")
+    out = None
+    for st in scop.statements:
+        if time not in st.iterators:
+            continue
+        pos = st.iterators.index(time)
+        its = ", ".join(st.iterators)
+        to_t = isl.Map(f"{{ {st.name}[{its}] -> [{st.iterators[pos]}] }}")
+        to_t = to_t.align_params(st.domain.get_space()).intersect_domain(st.domain)
+        for acc in st.accesses:
+            if acc.array != array:
+                continue
+            rel = acc.relation.intersect_domain(st.domain)
+            c = to_t.reverse().apply_range(rel)          # { [t] -> A[x] }
+            out = c if out is None else out.union(c)
+    if out is None:
+        raise KeyError(f"no statement inside a loop {time!r} accesses {array!r}")
+    if window > 1:
+        win = isl.Map(f"{{ [t] -> [u] : t <= u < t + {int(window)} }}")
+        out = win.apply_range(out)
+    return out.coalesce()
+
+
+def localisation_sets(C: isl.Map) -> dict[str, isl.Map]:
+    """Seed 001 §4.2 from ``C = { [t] -> A[x] }``: ``I(t) = C(t) - C(t-1)`` (move in),
+    ``O(t) = C(t) - C(t+1)`` (move out), ``G(t) = C(t) ∩ C(t+1)`` (kept, reorganised
+    between t and t+1); each as a map from t, computed by isl."""
+    prev = isl.Map("{ [t] -> [t - 1] }").apply_range(C)
+    nxt = isl.Map("{ [t] -> [t + 1] }").apply_range(C)
+    return {"C": C, "I": C.subtract(prev).coalesce(), "O": C.subtract(nxt).coalesce(),
+            "G": C.intersect(nxt).coalesce()}
+
+
+@dataclass
+class LocalisationStep:
+    """One time step: C(t), I(t), O(t), G(t) as element rows (lexicographic), the
+    compact placement ρ(x, t) and the drift δ(x, t) of the kept elements."""
+    t: int
+    cached: np.ndarray
+    move_in: np.ndarray
+    move_out: np.ndarray
+    kept: np.ndarray
+    rho: dict
+    drift: dict
+
+
+@dataclass
+class Localisation:
+    array: str
+    time: str
+    window: int
+    sizes: dict
+    steps: list[LocalisationStep]
+    sets: dict                      # 'C', 'I', 'O', 'G': parametric isl maps
+
+    @property
+    def storage(self) -> int:
+        """Local storage needed: max_t |C(t)| over the steps shown."""
+        return max((len(s.cached) for s in self.steps), default=0)
+
+    def drifts(self) -> set[int]:
+        return {d for s in self.steps for d in s.drift.values()}
+
+
+def _rows_at(m: isl.Map, t: int) -> np.ndarray:
+    img = m.intersect_domain(isl.Set(f"{{ [{int(t)}] }}")).range()
+    return points(img)
+
+
+def localisation(C: isl.Map, sizes: Mapping | None = None, times: Sequence[int] | None = None,
+                 array: str = "", time: str = "t", window: int = 1,
+                 max_steps: int = 12) -> Localisation:
+    """C(t), I(t), O(t), G(t), ρ and the drift (seed 001 §4.1-4.4) at the given sizes
+    (parameters of ``C``), for ``times`` (default: the first ``max_steps`` values of
+    t).  ρ(x, t) is the lexicographic rank of x in C(t) (§4.1); the drift of
+    x ∈ G(t) is ρ(x, t+1) - ρ(x, t) (Definition 4)."""
+    sizes = dict(sizes or {})
+    names = [C.get_dim_name(isl.dim_type.param, i) for i in range(C.dim(isl.dim_type.param))]
+    fixed = fix_params(C, {k: int(sizes.get(k, PICTURE_CAP)) for k in names})
+    array = array or (fixed.get_tuple_name(isl.dim_type.out) or "")
+    sets = localisation_sets(fixed)
+    if times is None:
+        ts = points(fixed.domain())
+        times = [int(v) for v in ts[:max_steps, 0]] if len(ts) else []
+    steps = []
+    for t in times:
+        cached = _rows_at(sets["C"], t)
+        nxt = {tuple(int(v) for v in r): k for k, r in enumerate(_rows_at(sets["C"], t + 1))}
+        rho = {tuple(int(v) for v in r): k for k, r in enumerate(cached)}
+        kept = _rows_at(sets["G"], t)
+        drift = {tuple(int(v) for v in r): nxt[tuple(int(v) for v in r)] -
+                 rho[tuple(int(v) for v in r)] for r in kept}
+        steps.append(LocalisationStep(t, cached, _rows_at(sets["I"], t),
+                                      _rows_at(sets["O"], t), kept, rho, drift))
+    return Localisation(array, time, window, {k: int(sizes.get(k, PICTURE_CAP)) for k in names},
+                        steps, localisation_sets(C))
+
+
+def scattering_functions(info: MappingInfo, kernel: str | None = None) -> tuple[str, str]:
+    """Seed 003 §4.2's two scattering functions of one kernel as the mapping built it:
+    the outer (block-level) one, ``(kernel_id, ⌊i/T⌋_y, ⌊j/T⌋_x)``, and the regular
+    (thread-level) one: sub-tile loops, the thread dimensions, then each thread's own
+    loops (cyclic steps and the sequential members)."""
+    k = info.kernel(kernel)
+    kid = info.kernels.index(k)
+    outer = [str(kid)] + [f"⌊{m.loop}/{m.tile}⌋_{m.axis}" for m in k.members]
+    regular = []
+    for s in k.sub_tiles:
+        name, _, rest = s.partition(" (sub-tile ")
+        regular.append(f"⌊{name}/{rest.rstrip(')')}⌋")
+    for m in k.members:
+        regular.append(f"({m.loop} mod {m.tile}) mod {m.threads}_{m.axis}"
+                       if m.threads < m.tile else f"{m.loop} mod {m.tile}_{m.axis}")
+    for m in k.members:
+        if m.threads < m.tile:
+            regular.append(f"⌊({m.loop} mod {m.tile})/{m.threads}⌋")
+    regular += [s.split(" (sub-tile")[0] for s in k.sub_tiles] + list(k.sequential)
+    return "(" + ", ".join(outer) + ")", "(" + ", ".join(regular) + ")"
+
+
 # ---- seed 000 §3 on a whole program (one block) ------------------------------------
 
 @dataclass
@@ -711,4 +839,6 @@ __all__ = ["KernelInfo", "MappingInfo", "mapping_of", "picture_sizes", "iteratio
            "IterationPoints", "tile_footprint", "TileFootprint", "ArrayFootprint",
            "BufferBox", "mapping_text", "memory_text", "memory_rows", "run_variants",
            "shared_variants", "transfer_plan", "effective_options", "fix_params", "points",
-           "program_data_spaces", "schedule_text", "ArrayDataSpaces", "PartitionView", "RefSpace"]
+           "program_data_spaces", "schedule_text", "ArrayDataSpaces", "PartitionView", "RefSpace",
+           "access_window", "localisation_sets", "localisation", "Localisation",
+           "LocalisationStep", "scattering_functions"]

@@ -19,6 +19,11 @@ IPython or ipywidgets.  The data come from :mod:`polymagic.report.explore`
                                    with the chosen and the default point
 :func:`autotune`                   the autotuner's score over two tile sizes (heat
                                    map), the chosen configuration starred
+:func:`schedules`                  seed 003 §4.2: the block-level (outer) scattering
+                                   next to the thread-level (regular) one of a kernel
+:func:`localisation`               seed 001 §4: C(t) with I(t), O(t), G(t) over t, the
+                                   placement ρ and the drift (:func:`localisation_of`
+                                   for a function's loop and array)
 :func:`times`                      CPU reference vs device (GPU / emulator) times
 :func:`memory_traffic`             global-memory loads/stores counted by the emulator
                                    per variant (``--shared none/auto/all``)
@@ -375,6 +380,196 @@ def tile_search(result, dims: Sequence[int] = (0, 1)) -> Figure:
     ax.set_ylabel(f"t{d0} (tile size)")
     ax.legend(fontsize=7, loc="lower left")
     return fig
+
+
+# ---- seed 003: the block schedule next to the thread schedule --------------------------
+
+def schedules(compiled, options, statement: str | None = None,
+              loops: Sequence[str] | None = None, sizes: Mapping | None = None,
+              block: Sequence[int] | None = None, cap: int = 32, annotate: int = 128
+              ) -> Figure:
+    """Seed 003 §4.2 for one kernel: left, the outer (block-level) scattering
+    function — the statement's instances projected to two loops, coloured by the
+    block that runs them; right, the regular (thread-level) one inside one block —
+    each point coloured by its thread and labelled ``thread:step`` (the step: its
+    position in that thread's own sequence, lexicographic in the two loops, as the
+    thread's loops run).  Both functions are written out in the titles.  Block and
+    thread of each point come from the mapped schedule tree's filters."""
+    ip = E.iteration_points(compiled, options, statement, loops, sizes, cap)
+    info = E.mapping_of(compiled, options)
+    outer, regular = E.scattering_functions(info, info.kernel_of(ip.statement).name)
+    fig = Figure(figsize=(11.0, 5.0))
+    ax1, ax2 = fig.subplots(1, 2)
+    fig.subplots_adjust(left=0.06, right=0.97, top=0.80, bottom=0.11, wspace=0.22)
+    sizes_txt = ", ".join(f"{k}={v}" for k, v in ip.sizes.items())
+    fig.suptitle(_wrap(f"{ip.kernel}, {ip.statement} at {sizes_txt} (seed 003 §4.2: "
+                       f"superposed scattering = (outer, regular))", 110), fontsize=9)
+    if not len(ip.coords):
+        ax1.text(0.5, 0.5, f"{ip.statement} has no instances at {sizes_txt}", ha="center",
+                 va="center", transform=ax1.transAxes)
+        ax2.set_axis_off()
+        return fig
+    ylab, xlab = (ip.loops if len(ip.loops) == 2 else ("", ip.loops[0]))
+    bid = ip.block_ids()
+    nblocks = int(bid.max()) + 1
+    img, extent, _ = _grid(ip.coords, bid)
+    ax1.imshow(img, cmap=_block_cmap(nblocks), vmin=-0.5, vmax=nblocks - 0.5, extent=extent,
+               interpolation="nearest", aspect="auto")
+    c2 = _as2d(ip.coords)
+    uniq = np.unique(ip.blocks, axis=0)
+    for b in uniq:
+        sel = np.all(ip.blocks == b, axis=1)
+        lo, hi = c2[sel].min(axis=0), c2[sel].max(axis=0)
+        ax1.add_patch(Rectangle((lo[1] - 0.5, lo[0] - 0.5), hi[1] - lo[1] + 1,
+                                hi[0] - lo[0] + 1, fill=False, lw=1.2, ec="#333333"))
+        if nblocks <= 64:
+            ax1.text((lo[1] + hi[1]) / 2, (lo[0] + hi[0]) / 2, _bname(b, ip), ha="center",
+                     va="center", fontsize=7)
+    ax1.set_xlabel(xlab)
+    ax1.set_ylabel(ylab)
+    _integer_ticks(ax1)
+    ax1.set_title(_wrap(f"block level: Θ_out* = {outer}, {nblocks} block(s)", 62), fontsize=8.5)
+    target = uniq[0] if block is None else np.array((tuple(block) + (0, 0, 0))[:3])
+    sel = np.all(ip.blocks == target, axis=1)
+    if not sel.any():
+        ax2.text(0.5, 0.5, f"block {tuple(int(v) for v in target)} runs no instance",
+                 ha="center", va="center", transform=ax2.transAxes)
+        ax2.set_axis_off()
+        return fig
+    pts, tl = ip.coords[sel], ip.thread_linear()[sel]
+    order = np.lexsort(pts.T[::-1])
+    step = np.zeros(len(pts), np.int64)
+    seen: dict[int, int] = {}
+    for idx in order:
+        t = int(tl[idx])
+        step[idx] = seen.get(t, 0)
+        seen[t] = step[idx] + 1
+    nthreads = int(np.prod(ip.block_dims))
+    img2, extent2, _ = _grid(pts, tl)
+    im = ax2.imshow(img2, cmap="viridis", vmin=0, vmax=max(nthreads - 1, 1), extent=extent2,
+                    interpolation="nearest", aspect="auto")
+    p2 = _as2d(pts)
+    if len(pts) <= annotate:
+        for (r, c), t, k in zip(p2, tl, step):
+            ax2.text(c, r, f"{int(t)}:{int(k)}", ha="center", va="center", fontsize=5.5,
+                     color="white" if t < nthreads / 2 else "black")
+    fig.colorbar(im, ax=ax2, shrink=0.8, label="thread (linear id)")
+    ax2.set_xlabel(xlab)
+    ax2.set_ylabel(ylab)
+    _integer_ticks(ax2)
+    steps = int(step.max()) + 1
+    ax2.set_title(_wrap(f"thread level in block {_bname(target, ip)}: Θ = {regular}; "
+                        f"{len(seen)} thread(s), up to {steps} step(s) each "
+                        f"(labels thread:step)", 62), fontsize=8.5)
+    return fig
+
+
+# ---- seed 001: C(t), I(t), O(t), G(t) and the drift -------------------------------------
+
+def localisation(loc) -> Figure:
+    """Seed 001 §4 from :func:`polymagic.report.explore.localisation`: left, the
+    cached set C(t) of each time step (rows) over the array's elements (columns,
+    lexicographic): elements kept for t+1 (G(t)) blue, moved out after t (O(t))
+    orange, moved in for t (I(t)) outlined green, each labelled with its place
+    ρ(x, t) in the local storage; right, the local storage L over t: each slot with
+    the element it holds, an arrow from L[ρ(x, t)] to L[ρ(x, t+1)] for every kept
+    element (the drift δ, Definition 4)."""
+    steps = loc.steps
+    fig = Figure(figsize=(11.0, 1.6 + 0.42 * max(len(steps), 3)))
+    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.6, 1.0]})
+    h = fig.get_figheight()
+    fig.subplots_adjust(left=0.06, right=0.98, top=1 - 1.0 / h, bottom=1.0 / h, wspace=0.18)
+    drifts = sorted(loc.drifts())
+    dtxt = ("constant drift " + str(drifts[0]) + ": modulo addressing applies (§4.4)"
+            if len(drifts) == 1 else
+            f"drifts {', '.join(map(str, drifts))}: two-pass in-situ reorganisation (§4.4)"
+            if drifts else "nothing kept between steps")
+    sizes_txt = ", ".join(f"{k}={v}" for k, v in loc.sizes.items())
+    fig.suptitle(_wrap(f"localisation of {loc.array} along {loc.time} (seed 001 §4, window "
+                       f"w={loc.window}) at {sizes_txt}: local storage {loc.storage} "
+                       f"element(s); {dtxt}", 130), fontsize=9)
+    if not steps:
+        ax1.text(0.5, 0.5, "no time steps", ha="center", va="center", transform=ax1.transAxes)
+        ax2.set_axis_off()
+        return fig
+    elems = sorted({tuple(int(v) for v in r) for s in steps for r in s.cached})
+    col = {x: k for k, x in enumerate(elems)}
+    img = np.full((len(steps), max(len(elems), 1)), np.nan)
+    for r, s in enumerate(steps):
+        for x in s.rho:
+            img[r, col[x]] = 1.0 if x in s.drift else 0.0
+    ax1.imshow(img, cmap=ListedColormap([_ORANGE, _BLUE_LIGHT]), vmin=-0.5, vmax=1.5,
+               aspect="auto", interpolation="nearest",
+               extent=(-0.5, len(elems) - 0.5, len(steps) - 0.5, -0.5))
+    small = len(elems) <= 48
+    for r, s in enumerate(steps):
+        ins = {tuple(int(v) for v in x) for x in s.move_in}
+        for x, p in s.rho.items():
+            if x in ins:
+                ax1.add_patch(Rectangle((col[x] - 0.45, r - 0.45), 0.9, 0.9, fill=False,
+                                        ec=_GREEN, lw=1.8))
+            if small:
+                ax1.text(col[x], r, str(p), ha="center", va="center", fontsize=7)
+    ax1.set_yticks(range(len(steps)), [f"{loc.time}={s.t}" for s in steps], fontsize=7)
+    every = max(1, len(elems) // 16)
+    ax1.set_xticks(range(0, len(elems), every),
+                   [",".join(map(str, elems[k])) for k in range(0, len(elems), every)],
+                   fontsize=7, rotation=0 if len(elems[0]) == 1 else 45)
+    ax1.set_xlabel(f"elements x of {loc.array} (lexicographic); numbers: ρ(x, {loc.time})")
+    ax1.set_title("C(t): kept G(t) blue, moved out O(t) orange, moved in I(t) green frame",
+                  fontsize=8.5)
+    fig.legend(handles=[Patch(color=_BLUE_LIGHT, label="G(t) = C(t) ∩ C(t+1): kept"),
+                        Patch(color=_ORANGE, label="O(t) = C(t) − C(t+1): moved out"),
+                        Patch(fill=False, ec=_GREEN, lw=1.8,
+                              label="I(t) = C(t) − C(t−1): moved in")],
+               fontsize=7, loc="lower left", ncol=3, frameon=False)
+    width = max(loc.storage, 1)
+    ax2.imshow(np.zeros((len(steps), width)), cmap=ListedColormap([_GREY]), aspect="auto",
+               extent=(-0.5, width - 0.5, len(steps) - 0.5, -0.5))
+    arrows = []
+    for r, s in enumerate(steps):
+        for x, p in s.rho.items():
+            if small:
+                ax2.text(p, r, ",".join(map(str, x)), ha="center", va="center", fontsize=7)
+        if r + 1 < len(steps):
+            arrows += [(s.rho[x], r + 0.3, d, 0.4) for x, d in s.drift.items()]
+    if arrows:
+        a = np.array(arrows, dtype=float)
+        ax2.quiver(a[:, 0], a[:, 1], a[:, 2], a[:, 3], angles="xy", scale_units="xy",
+                   scale=1, color=_BLUE, width=0.004, headwidth=4)
+    for k in range(width + 1):
+        ax2.axvline(k - 0.5, color="white", lw=1)
+    ax2.set_xticks(range(width))
+    ax2.set_yticks(range(len(steps)), [f"{loc.time}={s.t}" for s in steps], fontsize=7)
+    ax2.set_xlabel("local storage L[ρ]")
+    ax2.set_title("L over t: arrows are the drift δ(x, t) = ρ(x, t+1) − ρ(x, t)",
+                  fontsize=8.5)
+    return fig
+
+
+def localisation_of(program, array: str | None = None, time: str | None = None,
+                    window: int = 1, sizes: Mapping | None = None, max_steps: int = 10
+                    ) -> Figure:
+    """:func:`localisation` for a function (C source, Scop or Compiled): the cached
+    sets of ``array`` (default: the first array written) along the loop ``time``
+    (default: the outermost loop of the deepest statement), seed 001 §4.2."""
+    scop = getattr(program, "scop", program)
+    if isinstance(scop, str):
+        from ..frontend import parse
+        scop = parse(scop)
+    if time is None:
+        st = max(scop.statements, key=lambda s: len(s.iterators))
+        if not st.iterators:
+            raise KeyError(f"{scop.name} has no loop to localise along")
+        time = st.iterators[0]
+    if array is None:
+        inside = [a for st in scop.statements if time in st.iterators for a in st.accesses]
+        written = [a.array for a in inside if a.is_write]
+        array = (written or [a.array for a in inside])[0]
+    C = E.access_window(scop, array, time, window)
+    sz = E.picture_sizes(scop, sizes, cap=12)
+    loc = E.localisation(C, sz, array=array, time=time, window=window, max_steps=max_steps)
+    return localisation(loc)
 
 
 # ---- autotuning --------------------------------------------------------------------
@@ -738,5 +933,6 @@ def _outline_at(ax, mask: np.ndarray, r0: int, c0: int, color: str, ls: str,
             coll.set_segments([[(x + c0, y + r0) for x, y in seg] for seg in coll.get_segments()])
 
 
-__all__ = ["Figure", "to_png", "iteration_space", "footprint", "tile_search", "autotune", "times",
+__all__ = ["Figure", "to_png", "iteration_space", "footprint", "tile_search", "autotune",
+           "schedules", "localisation", "localisation_of", "times",
            "memory_traffic", "packing", "transfer_packing", "figure7_members", "data_spaces"]
