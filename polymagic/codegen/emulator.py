@@ -28,13 +28,20 @@ program in C (``long long`` loop variables); and the entry point ::
 
     int pm_entry(void **arrays, const long long *ints, const double *scalars,
                  unsigned long long seed, int order, long long *counters,
-                 char *err, int errlen);
+                 const long long *base, long long *tx, char *err, int errlen);
 
 ``arrays`` in ``program.arrays`` order (temps included, allocated by the caller),
 ``ints`` in ``program.size_params`` order, ``scalars`` in ``program.scalars`` order,
 ``order`` 0 forward / 1 reverse / 2 seeded shuffle, ``counters`` 3 per kernel in
-``program.kernels`` order (global element loads, stores, launches).  Returns 0, or
-non-zero with a one-paragraph message in ``err``.
+``program.kernels`` order (global element loads, stores, launches).  ``tx`` (or
+NULL: not counted) receives 6 per kernel, the warp transactions of seed 003 §6.3:
+load requests, load sectors (32 B), load lines (128 B), then the same for stores
+(all -1 when the counting gave up for memory; see ``emu_support.h``); ``base``
+(or NULL: all 0) is per array the byte offset of its element 0 inside its device
+allocation (packed buffers), so addresses, hence sectors, are the device's.
+Every global array reference printed in a kernel is one access *site* (its
+``PM_GLD(aid, site, ...)`` argument), i.e. one warp-wide request on the GPU.
+Returns 0, or non-zero with a one-paragraph message in ``err``.
 """
 from __future__ import annotations
 
@@ -67,6 +74,7 @@ class EmulatorKernelPrinter(CLikePrinter):
         super().__init__(program, kernel)
         self.array_ids = array_ids
         self.shared_ids = {s.name: i for i, s in enumerate(kernel.shared)}
+        self.sites: list[tuple[str, str]] = []     # (array, mode) per global access site
 
     @staticmethod
     def _macro_args(acc: Access, printer: CLikePrinter) -> str:
@@ -75,7 +83,9 @@ class EmulatorKernelPrinter(CLikePrinter):
 
     def global_access(self, acc: Access, decl: kir.ArrayDecl, mode: str) -> str:
         lin = self.expr(self.global_index(acc, decl))
-        return (f"{acc.array}[{_GMACRO[mode]}({self.array_ids[acc.array]}, {lin}, "
+        site = len(self.sites)
+        self.sites.append((acc.array, mode))
+        return (f"{acc.array}[{_GMACRO[mode]}({self.array_ids[acc.array]}, {site}, {lin}, "
                 f"{self._macro_args(acc, self)})]")
 
     def shared_access(self, acc: Access, decl: kir.SharedDecl, mode: str) -> str:
@@ -249,7 +259,7 @@ def print_kernel(program: kir.Program, k: kir.Kernel, kid: int, array_ids: dict[
     bx, by, bz = (int(b) for b in k.block)
     out.append(f"static const pm_kernel_desc pm_kdesc_{kid} = {{{_c_string(k.name)}, {kid}, "
                f"{int(k.has_barrier)}, {{{bx}, {by}, {bz}}}, {len(k.shared)}, {shared_ptr}, "
-               f"pm_body_{kid}}};")
+               f"pm_body_{kid}, {len(pr.sites)}}};")
     out.append("")
     return "\n".join(out)
 
@@ -273,7 +283,8 @@ def print_host(program: kir.Program, kernel_ids: dict[str, int]) -> str:
         ext = ", ".join(f"(long long)({hp.expr(e)})" for e in a.shape) or "0"
         st = ", ".join(f"(long long)({hp.expr(e)})" for e in a.strides) or "0"
         out.append(f"  pm_array_setup({i}, {_c_string(n)}, {n}, {nd}, "
-                   f"(const long long[]){{{ext}}}, (const long long[]){{{st}}});")
+                   f"(const long long[]){{{ext}}}, (const long long[]){{{st}}}, "
+                   f"(long long)sizeof(*{n}));")
     for s in kir.walk(program.host):
         if isinstance(s, (kir.Compute, kir.Barrier)):
             raise CompileError("host code may hold only loops, guards, lets and launches")
@@ -299,15 +310,14 @@ def print_emulator_c(program: kir.Program, mode: str = "emulate") -> str:
         parts.append(print_kernel(program, k, kernel_ids[n], array_ids))
     parts.append(print_host(program, kernel_ids))
     parts.append("")
-    parts.append("int pm_entry(void **arrays, const long long *ints, const double *scalars,\n"
-                 "             unsigned long long seed, int order, long long *counters,\n"
-                 "             char *err, int errlen);")
-    parts.append("int pm_entry(void **arrays, const long long *ints, const double *scalars,\n"
-                 "             unsigned long long seed, int order, long long *counters,\n"
-                 "             char *err, int errlen) {\n"
+    sig = ("int pm_entry(void **arrays, const long long *ints, const double *scalars,\n"
+           "             unsigned long long seed, int order, long long *counters,\n"
+           "             const long long *base, long long *tx, char *err, int errlen)")
+    parts.append(sig + ";")
+    parts.append(sig + " {\n"
                  f"  return pm_entry_impl(pm_host, {len(program.arrays)}, {len(program.kernels)}, "
                  "arrays, ints, scalars,\n"
-                 "                       seed, order, counters, err, errlen);\n"
+                 "                       seed, order, counters, base, tx, err, errlen);\n"
                  "}")
     return "\n".join(parts) + "\n"
 

@@ -102,3 +102,51 @@ def fields(info) -> str:
             v = "[" + ", ".join(str(int(i)) for i in v) + "]"
         parts.append(f"{k}={v}")
     return ", ".join(parts)
+
+
+#: Warp-transaction fields of an emulator kernel's counters (runtime.emulator.TX_FIELDS).
+_TX = ("load_requests", "load_sectors", "load_lines",
+       "store_requests", "store_sectors", "store_lines")
+
+
+def transactions(counters: dict | None) -> dict | None:
+    """Warp-transaction totals of an emulator run's counters (seed 003 §6.3), or
+    None when they were not counted (GPU, openmp, counting off or gave up).
+
+    ``transactions``: 32-byte sectors of all global loads and stores (what nvprof
+    calls gld/gst transactions); ``requests``: warp-wide executions of an access
+    site; ``transactions_per_request`` and its load/store parts; ``lines``:
+    128-byte lines.  Fully coalesced: 4 sectors per request for 4-byte elements
+    (32 × 4 B = 128 B), 8 for 8-byte ones; 32 when each thread hits its own sector."""
+    per = (counters or {}).get("transactions")
+    if per is None:
+        return None
+    t = {f: sum(int(c.get(f, 0)) for c in per.values()) for f in _TX}
+    req = t["load_requests"] + t["store_requests"]
+    out = {"transactions": t["load_sectors"] + t["store_sectors"], "requests": req,
+           "lines": t["load_lines"] + t["store_lines"], **t}
+
+    def ratio(a, b):
+        return a / b if b else None
+    out["transactions_per_request"] = ratio(out["transactions"], req)
+    out["load_transactions_per_request"] = ratio(t["load_sectors"], t["load_requests"])
+    out["store_transactions_per_request"] = ratio(t["store_sectors"], t["store_requests"])
+    return out
+
+
+def memory_line(report) -> str | None:
+    """``memory: global loads ..., stores ...; transactions ...`` for emulator runs
+    (None on the GPU or without counters)."""
+    cnt = getattr(report, "counters", None) or {}
+    if getattr(report, "target", "") == "gpu" or "loads" not in cnt:
+        return None
+    text = f"memory: global loads {cnt['loads']:,}, stores {cnt.get('stores', 0):,}"
+    tx = transactions(cnt)
+    if tx:
+        def r(x):
+            return "–" if x is None else f"{x:.3g}"
+        text += (f"; {tx['transactions']:,} transactions (32 B sectors) in {tx['requests']:,} "
+                 f"warp requests: {r(tx['transactions_per_request'])} per request (loads "
+                 f"{r(tx['load_transactions_per_request'])}, stores "
+                 f"{r(tx['store_transactions_per_request'])}), {tx['lines']:,} lines of 128 B")
+    return text

@@ -91,6 +91,9 @@ def to_html(report, compiled, show=()) -> str:
         meta.append(f"sizes: {fmt.sizes(report.sizes)}")
     if report.target_note:
         meta.append(f"target: {report.target} ({report.target_note})")
+    mem = fmt.memory_line(report)
+    if mem:
+        meta.append(mem)
     if report.wrote_back:
         meta.append("wrote back: " + ", ".join(report.wrote_back))
     meta.extend(f"note: {n}" for n in (getattr(compiled, "notes", None) or []))

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from . import fmt
+
 
 def clean(x: Any) -> Any:
     """Recursively turn numpy scalars, tuples and non-finite floats into JSON values."""
@@ -56,6 +58,7 @@ def to_json(report, compiled) -> dict:
     """The report as a dict for ``json.dumps`` (keys documented in README.md)."""
     program = getattr(compiled, "program", None)
     kernels = getattr(program, "kernels", None) or {}
+    tx = fmt.transactions(report.counters) if report.target != "gpu" else None
     return clean({
         "ok": bool(report.ok),
         "function": getattr(getattr(compiled, "scop", None), "name", None),
@@ -84,6 +87,9 @@ def to_json(report, compiled) -> dict:
         "shared_bytes": shared_bytes(program),
         "global_loads": (report.counters or {}).get("loads") if report.target != "gpu" else None,
         "global_stores": (report.counters or {}).get("stores") if report.target != "gpu" else None,
+        "global_transactions": (tx or {}).get("transactions"),
+        "transactions_per_request": (tx or {}).get("transactions_per_request"),
+        "transactions": tx,
         "wrote_back": report.wrote_back,
         "message": report.message,
     })

@@ -7,6 +7,7 @@ Layout (one item per line)::
     times: compile ..., CPU reference ..., device kernels ..., H2D ..., D2H ...
     sizes: N=200
     target: emulator: no GPU found, ...
+    memory: global loads ..., stores ...; transactions ... (emulator runs)
 
 followed by the ``--show`` views, each under a ``==== title ====`` rule.
 """
@@ -34,6 +35,9 @@ def header_lines(report, compiled) -> list[str]:
     if report.target_note:
         target += f" ({report.target_note})"
     lines.append(target)
+    mem = fmt.memory_line(report)
+    if mem:
+        lines.append(mem)
     if report.wrote_back:
         lines.append("wrote back: " + ", ".join(report.wrote_back))
     for note in getattr(compiled, "notes", None) or []:

@@ -24,6 +24,11 @@
  *    at the end of the phase, so that a missing barrier is reported as the race
  *    it is rather than as an uninitialised read).
  *  - Global element loads/stores and launches are counted per kernel.
+ *  - Warp transactions (optional, pm_entry's tx argument): the global accesses of
+ *    the 32 threads of a warp (consecutive linear thread ids, x fastest) at one
+ *    access site (one array reference of the generated code) form one request;
+ *    its 32-byte sectors and 128-byte lines are counted (seed 003 §6.3's
+ *    transactions per request).  See "warp transactions" below.
  *  - Errors format one paragraph and longjmp back to pm_entry (from a coroutine
  *    the thread first switches back to the scheduler's stack).
  *
@@ -109,6 +114,7 @@ typedef struct pm_kernel_desc {
   int nshared;
   const pm_shared_desc *shared;
   pm_body_fn body;
+  int nsites;                   /* global access sites of the body (warp transactions) */
 } pm_kernel_desc;
 
 /* What a thread body sees of its block. */
@@ -142,7 +148,20 @@ typedef struct pm_array_info {
   long long ext[PM_MAXDIM];
   long long span;               /* elements the strided layout spans */
   pm_cell *shadow;
+  long long esize;              /* bytes per element */
+  long long base;               /* device byte offset of element 0 from its allocation */
 } pm_array_info;
+
+/* Warp transactions: the byte addresses one thread accessed at one access site
+ * in the current barrier phase, its k-th execution at addr[k]. */
+typedef struct pm_txbucket {
+  long long *addr;
+  int cap, n;                   /* occurrences allocated, used */
+} pm_txbucket;
+
+#ifndef PM_TX_MAX_BYTES
+#define PM_TX_MAX_BYTES (512LL << 20)   /* bucket memory before counting gives up */
+#endif
 
 /* ---- state ---------------------------------------------------------------------- */
 
@@ -168,6 +187,17 @@ static struct {
   long long *sh_cap;            /* elements of each shadow */
   size_t *sh_bytes;             /* bytes of each data buffer */
   int nsh_cap;
+  /* warp transactions (emulate mode, when pm_entry gets a tx array) */
+  long long *tx;                /* 6 per kernel: load requests, sectors, lines; store ... */
+  const long long *tx_base;     /* per array: byte offset of element 0 (NULL: 0) */
+  int tx_overflow;              /* gave up: more than PM_TX_MAX_BYTES of buckets */
+  pm_txbucket *txb;             /* [(warp * nsites + site) * 32 + lane] of the running block */
+  long long txb_cap;
+  signed char *tx_mode;         /* per site: 0 load, 1 store, 2 both */
+  int *tx_esize;                /* per site: element bytes */
+  int tx_sites_cap;
+  long long tx_bytes;           /* bucket memory in use */
+  int tx_nt, tx_ns;             /* threads and sites of the running block */
 } pm_G;
 
 /* Scheduler state, one per OS thread (openmp) or one (emulate). */
@@ -350,8 +380,143 @@ static __attribute__((noreturn)) void pm_oob(const char *space, const char *name
           pm_G.launch_no, pm_S.phase_no);
 }
 
+/* ---- warp transactions (emulate) ---------------------------------------------------
+ *
+ * Seed 003 §6.3 measures coalescing as global-memory transactions per request
+ * (nvprof's gld/gst_transactions_per_request).  On the GPU a warp's 32 threads
+ * execute one load/store instruction together: one request, served by as many
+ * 32-byte sectors (transactions) and 128-byte cache lines as the 32 addresses
+ * touch.  The emulator runs threads one after the other, so it buffers addresses:
+ * every global array reference printed in a kernel is an access *site*; thread t
+ * (linear id, x fastest; warp t / 32, lane t % 32) executing site s for the k-th
+ * time in the current barrier phase appends its byte address to bucket
+ * (warp, s, lane) at position k.  At the end of the phase (every thread at the
+ * barrier or finished: the warp's threads have all executed what they will
+ * before it) the k-th entries of a warp's 32 lane buckets of site s form one
+ * request, and its distinct sectors/lines are counted.  This does not depend on
+ * the block/thread order.
+ *
+ * Exact for code whose threads of a warp execute the same sequence of sites
+ * (no divergence, or divergence that only switches lanes off: guards around a
+ * site, loops with thread-dependent trip counts starting together).  Divergent
+ * code where a lane skips an early occurrence and executes a later one (a guard
+ * inside a loop that is false for some iterations of some lanes) pairs the k-th
+ * executions of each lane, which the GPU may issue as different requests: the
+ * counts are then an approximation.  A target of a compound assignment (+=) is a
+ * load request and a store request with the same addresses (ld + st on the GPU).
+ * Addresses are device byte offsets: the array's element offset times its
+ * element size plus the offset of its element 0 inside its (256-byte aligned)
+ * device allocation, so packed/strided buffers count as laid out.
+ */
+#if PM_CHECKS
+static void pm_tx_grow(pm_txbucket *b) {
+  int cap = b->cap ? 2 * b->cap : 16;
+  long long add = (long long)(cap - b->cap) * (long long)sizeof(long long);
+  if (pm_G.tx_bytes + add > PM_TX_MAX_BYTES) { pm_G.tx_overflow = 1; return; }
+  long long *a = (long long *)realloc(b->addr, (size_t)cap * sizeof(long long));
+  if (!a) { pm_G.tx_overflow = 1; return; }
+  b->addr = a;
+  b->cap = cap;
+  pm_G.tx_bytes += add;
+}
+
+static inline void pm_tx_record(int site, int mode, const pm_array_info *a, long long lin) {
+  if (pm_G.tx_overflow || site < 0 || site >= pm_G.tx_ns) return;
+  const int t = pm_S.cur->lin;
+  pm_txbucket *b = &pm_G.txb[((long long)(t >> 5) * pm_G.tx_ns + site) * 32 + (t & 31)];
+  if (b->n >= b->cap) {
+    pm_tx_grow(b);
+    if (pm_G.tx_overflow) return;
+  }
+  b->addr[b->n++] = a->base + lin * a->esize;
+  pm_G.tx_mode[site] = (signed char)mode;
+  pm_G.tx_esize[site] = (int)a->esize;
+}
+
+static int pm_ll_cmp(const void *x, const void *y) {
+  long long a = *(const long long *)x, b = *(const long long *)y;
+  return (a > b) - (a < b);
+}
+
+/* Distinct units of 2^shift bytes that the n accesses of es bytes at addr[] touch. */
+static long long pm_tx_distinct(const long long *addr, int n, int es, int shift) {
+  long long u[64];
+  int m = 0, sorted = 1;
+  for (int i = 0; i < n; i++) {
+    long long lo = addr[i] >> shift, hi = (addr[i] + es - 1) >> shift;
+    if (m && lo < u[m - 1]) sorted = 0;
+    u[m++] = lo;
+    if (hi != lo) u[m++] = hi;          /* an element straddling two units */
+  }
+  if (!sorted) qsort(u, (size_t)m, sizeof u[0], pm_ll_cmp);
+  long long d = m > 0;
+  for (int i = 1; i < m; i++) d += u[i] != u[i - 1];
+  return d;
+}
+
+/* End of a barrier phase: count the requests of every warp and site (the k-th
+ * executions of the site by the warp's lanes), then empty the buckets. */
+static void pm_tx_flush(void) {
+  if (!pm_G.tx || pm_G.tx_ns == 0 || pm_G.tx_overflow) return;
+  long long *cnt = pm_G.tx + 6 * pm_G.kd->kid;
+  const int ns = pm_G.tx_ns, nw = (pm_G.tx_nt + 31) / 32;
+  for (long long w = 0; w < nw; w++)
+    for (int s = 0; s < ns; s++) {
+      pm_txbucket *lanes = &pm_G.txb[(w * ns + s) * 32];
+      int kmax = 0;
+      for (int l = 0; l < 32; l++) if (lanes[l].n > kmax) kmax = lanes[l].n;
+      const int es = pm_G.tx_esize[s], mode = pm_G.tx_mode[s];
+      for (int k = 0; k < kmax; k++) {
+        long long v[32];
+        int n = 0;
+        for (int l = 0; l < 32; l++)
+          if (k < lanes[l].n) v[n++] = lanes[l].addr[k];
+        long long sec = pm_tx_distinct(v, n, es, 5);
+        long long lines = pm_tx_distinct(v, n, es, 7);
+        if (mode != 1) { cnt[0]++; cnt[1] += sec; cnt[2] += lines; }
+        if (mode != 0) { cnt[3]++; cnt[4] += sec; cnt[5] += lines; }
+      }
+      for (int l = 0; l < 32; l++) lanes[l].n = 0;
+    }
+}
+
+/* Buckets for a block of nt threads of kernel kd. */
+static void pm_tx_setup(const pm_kernel_desc *kd, int nt) {
+  pm_G.tx_ns = 0;
+  pm_G.tx_nt = nt;
+  if (!pm_G.tx || pm_G.tx_overflow || kd->nsites <= 0) return;
+  const int ns = kd->nsites;
+  long long nb = (long long)((nt + 31) / 32) * ns * 32;
+  if (nb > pm_G.txb_cap) {
+    pm_txbucket *b = (pm_txbucket *)realloc(pm_G.txb, (size_t)nb * sizeof *b);
+    if (!b) pm_fail("out of memory (warp transaction buckets)");
+    memset(b + pm_G.txb_cap, 0, (size_t)(nb - pm_G.txb_cap) * sizeof *b);
+    pm_G.txb = b;
+    pm_G.txb_cap = nb;
+  }
+  if (ns > pm_G.tx_sites_cap) {
+    free(pm_G.tx_mode); free(pm_G.tx_esize);
+    pm_G.tx_mode = NULL; pm_G.tx_esize = NULL; pm_G.tx_sites_cap = 0;
+    pm_G.tx_mode = (signed char *)pm_xcalloc((size_t)ns, 1);
+    pm_G.tx_esize = (int *)pm_xcalloc((size_t)ns, sizeof(int));
+    pm_G.tx_sites_cap = ns;
+  }
+  for (long long i = 0; i < nb; i++) pm_G.txb[i].n = 0;
+  pm_G.tx_ns = ns;
+}
+
+static void pm_tx_free(void) {
+  for (long long i = 0; i < pm_G.txb_cap; i++) free(pm_G.txb[i].addr);
+  free(pm_G.txb); free(pm_G.tx_mode); free(pm_G.tx_esize);
+  pm_G.txb = NULL; pm_G.txb_cap = 0;
+  pm_G.tx_mode = NULL; pm_G.tx_esize = NULL; pm_G.tx_sites_cap = 0;
+  pm_G.tx_bytes = 0; pm_G.tx_ns = 0;
+}
+#endif
+
 /* A global access: bounds, counters, shadow; returns the element offset. */
-static PM_UNUSED long long pm_gacc(int aid, int mode, long long lin, int nd, const long long *idx) {
+static PM_UNUSED long long pm_gacc(int aid, int site, int mode, long long lin, int nd,
+                                   const long long *idx) {
   pm_array_info *a = &pm_G.arrays[aid];
   for (int k = 0; k < nd; k++)
     if (idx[k] < 0 || idx[k] >= a->ext[k])
@@ -362,6 +527,7 @@ static PM_UNUSED long long pm_gacc(int aid, int mode, long long lin, int nd, con
   if (mode != 1) cnt[0]++;
   if (mode != 0) cnt[1]++;
   pm_shadow(&a->shadow[lin], pm_G.lf, mode, "global array", a->name, lin, nd, idx);
+  if (pm_G.tx_ns) pm_tx_record(site, mode, a, lin);
   return lin;
 }
 
@@ -386,16 +552,16 @@ static PM_UNUSED long long pm_sacc(int sid, int mode, long long lin, int nd, con
   return lin;
 }
 
-#define PM_GLD(aid, lin, nd, ...) pm_gacc((aid), 0, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
-#define PM_GST(aid, lin, nd, ...) pm_gacc((aid), 1, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
-#define PM_GUP(aid, lin, nd, ...) pm_gacc((aid), 2, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
+#define PM_GLD(aid, site, lin, nd, ...) pm_gacc((aid), (site), 0, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
+#define PM_GST(aid, site, lin, nd, ...) pm_gacc((aid), (site), 1, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
+#define PM_GUP(aid, site, lin, nd, ...) pm_gacc((aid), (site), 2, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #define PM_SLD(sid, lin, nd, ...) pm_sacc((sid), 0, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #define PM_SST(sid, lin, nd, ...) pm_sacc((sid), 1, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #define PM_SUP(sid, lin, nd, ...) pm_sacc((sid), 2, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #else
-#define PM_GLD(aid, lin, nd, ...) (lin)
-#define PM_GST(aid, lin, nd, ...) (lin)
-#define PM_GUP(aid, lin, nd, ...) (lin)
+#define PM_GLD(aid, site, lin, nd, ...) (lin)
+#define PM_GST(aid, site, lin, nd, ...) (lin)
+#define PM_GUP(aid, site, lin, nd, ...) (lin)
 #define PM_SLD(sid, lin, nd, ...) (lin)
 #define PM_SST(sid, lin, nd, ...) (lin)
 #define PM_SUP(sid, lin, nd, ...) (lin)
@@ -404,6 +570,7 @@ static PM_UNUSED long long pm_sacc(int sid, int mode, long long lin, int nd, con
 /* End of a barrier phase: report a deferred uninitialised shared read. */
 static PM_UNUSED void pm_phase_end(void) {
 #if PM_CHECKS
+  if (pm_G.tx_ns) pm_tx_flush();
   if (pm_S.pend) {
     char b1[64], t1[64], ix[256];
     const pm_shared_desc *d = &pm_G.kd->shared[pm_S.pend_sid];
@@ -480,6 +647,9 @@ static void pm_run_block(const pm_kernel_desc *kd, const void *args, pm_blockctx
   pm_S.block_lin = block_lin;
   pm_S.phase_no = 0;
   pm_S.pend = 0;
+#if PM_CHECKS
+  pm_tx_setup(kd, nt);
+#endif
   for (int i = 0; i < nt; i++) {
     pm_thread *t = pm_S.threads[i];
     t->lin = i;
@@ -722,9 +892,12 @@ static PM_UNUSED void pm_launch(const pm_kernel_desc *kd, const void *args,
 
 /* Describe global array aid (shape and strides evaluated from the size parameters). */
 static PM_UNUSED void pm_array_setup(int aid, const char *name, const void *data, int ndim,
-                                     const long long *ext, const long long *strides) {
+                                     const long long *ext, const long long *strides,
+                                     long long esize) {
   pm_array_info *a = &pm_G.arrays[aid];
   a->name = name;
+  a->esize = esize;
+  a->base = pm_G.tx_base ? pm_G.tx_base[aid] : 0;
   if (ndim > PM_MAXDIM) pm_fail("array %s has more than %d dimensions", name, PM_MAXDIM);
   a->ndim = ndim;
   long long span = 1;
@@ -763,6 +936,11 @@ static void pm_cleanup(void) {
   free(pm_G.sh_data); free(pm_G.sh_shadow); free(pm_G.sh_cap); free(pm_G.sh_bytes);
   pm_G.sh_data = NULL; pm_G.sh_shadow = NULL; pm_G.sh_cap = NULL; pm_G.sh_bytes = NULL;
   pm_G.nsh_cap = 0;
+#if PM_CHECKS
+  pm_tx_free();
+#endif
+  pm_G.tx = NULL;
+  pm_G.tx_base = NULL;
   free(pm_G.perm);
   pm_G.perm = NULL;
   pm_G.perm_cap = 0;
@@ -774,7 +952,8 @@ static void pm_cleanup(void) {
 /* The body of every generated pm_entry (see polymagic/codegen/emulator.py). */
 static int pm_entry_impl(pm_host_fn host, int narrays, int nkernels, void **arrays,
                          const long long *ints, const double *scalars, unsigned long long seed,
-                         int order, long long *counters, char *err, int errlen) {
+                         int order, long long *counters, const long long *base,
+                         long long *tx, char *err, int errlen) {
   memset(pm_G.msg, 0, sizeof pm_G.msg);
   pm_G.failed = 0;
   pm_G.seed = seed;
@@ -791,6 +970,13 @@ static int pm_entry_impl(pm_host_fn host, int narrays, int nkernels, void **arra
   pm_S.cur = NULL;
   pm_S.in_coroutine = 0;
   for (int i = 0; i < 3 * nkernels; i++) counters[i] = 0;
+  pm_G.tx = PM_CHECKS ? tx : NULL;        /* openmp: no transaction counts */
+  pm_G.tx_base = base;
+  pm_G.tx_overflow = 0;
+  pm_G.tx_bytes = 0;
+  pm_G.tx_ns = 0;
+  if (tx)
+    for (int i = 0; i < 6 * nkernels; i++) tx[i] = PM_CHECKS ? 0 : -1;
   if (err && errlen > 0) err[0] = 0;
   if (setjmp(pm_G.jb)) {
     if (err && errlen > 0) snprintf(err, (size_t)errlen, "%s", pm_G.msg);
@@ -800,6 +986,8 @@ static int pm_entry_impl(pm_host_fn host, int narrays, int nkernels, void **arra
   if (order < 0 || order > 2) pm_fail("unknown block/thread order %d (0, 1 or 2)", order);
   pm_G.arrays = (pm_array_info *)pm_xcalloc((size_t)(narrays > 0 ? narrays : 1), sizeof(pm_array_info));
   host(arrays, ints, scalars);
+  if (tx && pm_G.tx_overflow)                /* incomplete counts: none */
+    for (int i = 0; i < 6 * nkernels; i++) tx[i] = -1;
   pm_cleanup();
   return 0;
 }

@@ -43,7 +43,12 @@ ORDERS = {"forward": 0, "reverse": 1, "shuffle": 2}
 
 _ENTRY_ARGTYPES = [ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_longlong),
                    ctypes.POINTER(ctypes.c_double), ctypes.c_ulonglong, ctypes.c_int,
+                   ctypes.POINTER(ctypes.c_longlong), ctypes.POINTER(ctypes.c_longlong),
                    ctypes.POINTER(ctypes.c_longlong), ctypes.c_char_p, ctypes.c_int]
+
+#: Warp-transaction fields per kernel, in ``pm_entry``'s ``tx`` order.
+TX_FIELDS = ("load_requests", "load_sectors", "load_lines",
+             "store_requests", "store_sectors", "store_lines")
 
 _LIBS: dict[str, ctypes.CDLL] = {}
 _LOCKS: dict[str, threading.Lock] = {}   # the runtime keeps global state: one run per library
@@ -115,12 +120,60 @@ def _load(path: Path) -> tuple[ctypes.CDLL, threading.Lock]:
 @dataclass
 class EmuResult:
     """What one emulator run did: wall seconds of ``pm_entry``, and per kernel the
-    global element loads, stores and launches (loads/stores are 0 in openmp mode)."""
+    global element loads, stores and launches (loads/stores are 0 in openmp mode).
+
+    With transaction counting (emulate mode, ``transactions=True``)
+    ``tx_counters`` holds per kernel the :data:`TX_FIELDS` (seed 003 §6.3: a
+    request is one warp's execution of one access site; sectors are the distinct
+    32-byte segments it touches, lines the 128-byte ones) and ``tx`` their totals;
+    both are None when they were not counted (openmp, disabled, or too much
+    memory)."""
     seconds: float
     counters: dict[str, dict[str, int]] = field(default_factory=dict)
     loads: int = 0
     stores: int = 0
     launches: int = 0
+    tx: dict[str, int] | None = None
+    tx_counters: dict[str, dict[str, int]] | None = None
+
+
+def sum_tx(parts: list) -> dict | None:
+    """Field-wise sums of several ``tx`` dicts, or of several ``tx_counters``
+    (kernel -> dict); None if any of them is None or there are none."""
+    if not parts or any(p is None for p in parts):
+        return None
+    if all(set(p) <= set(TX_FIELDS) for p in parts):
+        return {f: sum(p.get(f, 0) for p in parts) for f in TX_FIELDS}
+    out: dict = {}
+    for p in parts:
+        for k, c in p.items():
+            acc = out.setdefault(k, {f: 0 for f in TX_FIELDS})
+            for f in TX_FIELDS:
+                acc[f] += c[f]
+    return out
+
+
+def transaction_summary(tx: Mapping[str, int] | None) -> dict | None:
+    """Totals plus ratios from warp-transaction counts (None stays None):
+    ``transactions`` (sectors, loads and stores), ``requests`` and
+    ``transactions_per_request`` overall and for loads/stores (seed 003 §6.3's
+    gld/gst_transactions_per_request, counted in 32-byte sectors: a fully
+    coalesced request of 32 threads takes 32 × 4 B / 32 B = 4 sectors (1 line) for
+    fp32 and 8 sectors (2 lines) for fp64; one sector per thread, 32, when every
+    thread's element lies in its own sector)."""
+    if tx is None:
+        return None
+    out = dict(tx)
+    req = tx["load_requests"] + tx["store_requests"]
+    sec = tx["load_sectors"] + tx["store_sectors"]
+    out["requests"] = req
+    out["transactions"] = sec
+    out["transactions_per_request"] = sec / req if req else None
+    out["load_transactions_per_request"] = (tx["load_sectors"] / tx["load_requests"]
+                                            if tx["load_requests"] else None)
+    out["store_transactions_per_request"] = (tx["store_sectors"] / tx["store_requests"]
+                                             if tx["store_requests"] else None)
+    return out
 
 
 def array_shape(decl: kir.ArrayDecl, ints: Mapping[str, int]) -> tuple[int, ...]:
@@ -195,11 +248,13 @@ class EmulatorModule:
 
     def run(self, arrays: Mapping[str, np.ndarray], ints: Mapping[str, int],
             scalars: Mapping[str, float] | None = None, seed: int = 0,
-            order: str = "shuffle") -> EmuResult:
+            order: str = "shuffle", transactions: bool = True) -> EmuResult:
         """Run the host program once; arrays are modified in place.
 
         ``order``: 'forward', 'reverse' or 'shuffle' (blocks of a launch and threads
-        of a barrier phase; ``seed`` seeds the shuffle).  Raises EmulatorError with
+        of a barrier phase; ``seed`` seeds the shuffle).  ``transactions``: count
+        warp transactions too (emulate mode; each array is its own allocation, so
+        element 0 is at device byte 0).  Raises EmulatorError with
         the runtime's message on a race, an out-of-bounds access or a divergent
         barrier; InputError when the arrays do not fit the declarations.
         """
@@ -209,7 +264,8 @@ class EmulatorModule:
         env = {n: int(ints[n]) for n in p.size_params}
         env.update({k: int(v) for k, v in ints.items() if k not in env})
         arrs = self._arrays(arrays, env)
-        return self.run_pointers([a.ctypes.data for a in arrs], env, scalars, seed, order)
+        return self.run_pointers([a.ctypes.data for a in arrs], env, scalars, seed, order,
+                                 transactions=transactions)
 
     def _check_values(self, ints: Mapping[str, int], scalars: Mapping[str, float],
                       order: str) -> None:
@@ -223,12 +279,18 @@ class EmulatorModule:
 
     def run_pointers(self, pointers: list[int], ints: Mapping[str, int],
                      scalars: Mapping[str, float] | None = None, seed: int = 0,
-                     order: str = "shuffle") -> EmuResult:
+                     order: str = "shuffle", base_bytes: list[int] | None = None,
+                     transactions: bool = True) -> EmuResult:
         """Run the host program on raw data pointers, one per ``program.arrays``
         entry (temps included), which the caller keeps alive.  This is how packed
         device buffers reach the emulator (:mod:`polymagic.transfers`): each pointer
         is the buffer slot of the array's subscript 0 and the strides are kernel
-        ints, so the kernels run the remapped address arithmetic."""
+        ints, so the kernels run the remapped address arithmetic.
+
+        ``base_bytes``: per array, the device byte offset of that slot from the
+        start of its (256-byte aligned) device buffer, as the GPU runtime passes it
+        (default 0: each array its own allocation); warp transactions are counted
+        on these addresses when ``transactions`` (emulate mode only)."""
         p = self.program
         scalars = scalars or {}
         self._check_values(ints, scalars, order)
@@ -240,6 +302,12 @@ class EmulatorModule:
         sv = (ctypes.c_double * max(1, len(p.scalars)))(*[float(scalars[n]) for n in p.scalars])
         nk = len(p.kernels)
         cnt = (ctypes.c_longlong * max(1, 3 * nk))()
+        count_tx = transactions and self.mode == "emulate"
+        tx = (ctypes.c_longlong * max(1, 6 * nk))() if count_tx else None
+        if base_bytes is not None and len(base_bytes) != len(p.arrays):
+            raise InputError(f"the emulator needs {len(p.arrays)} base offsets, got {len(base_bytes)}")
+        base = (ctypes.c_longlong * max(1, len(p.arrays)))(*[int(b) for b in base_bytes]) \
+            if base_bytes is not None else None
         err = ctypes.create_string_buffer(4096)
         if self.mode == "openmp":
             global _OMP_USED
@@ -247,15 +315,24 @@ class EmulatorModule:
         with _LOCKS[str(self.path)]:
             t0 = time.perf_counter()
             rc = self._entry(ptrs, iv, sv, ctypes.c_ulonglong(int(seed) & (2**64 - 1)),
-                             ORDERS[order], cnt, err, len(err))
+                             ORDERS[order], cnt, base, tx, err, len(err))
             dt = time.perf_counter() - t0
         if rc != 0:
             msg = err.value.decode(errors="replace") or "the emulator failed (no message)"
             raise EmulatorError(msg)
         res = EmuResult(seconds=dt)
+        counted = tx is not None and all(tx[i] >= 0 for i in range(6 * nk))
+        if counted:
+            res.tx = {f: 0 for f in TX_FIELDS}
+            res.tx_counters = {}
         for i, name in enumerate(p.kernels):
             c = {"loads": int(cnt[3 * i]), "stores": int(cnt[3 * i + 1]),
                  "launches": int(cnt[3 * i + 2])}
+            if counted:
+                t = res.tx_counters[name] = {f: int(tx[6 * i + j])
+                                             for j, f in enumerate(TX_FIELDS)}
+                for f in TX_FIELDS:
+                    res.tx[f] += t[f]
             res.counters[name] = c
             res.loads += c["loads"]
             res.stores += c["stores"]
@@ -294,7 +371,7 @@ def run_transferred(program: kir.Program, scop, mode: str, sources: Mapping[str,
                     results: Mapping[str, np.ndarray], ints: Mapping[str, int],
                     scalars: Mapping[str, float] | None = None, seed: int = 0,
                     order: str = "shuffle", device_mem: int | None = None,
-                    cache: dict | None = None):
+                    cache: dict | None = None, transactions: bool = True):
     """Run ``program`` the way the GPU runtime does, on packed device buffers.
 
     The transfer plan (:mod:`polymagic.transfers`) is built from the real layouts
@@ -306,7 +383,9 @@ def run_transferred(program: kir.Program, scop, mode: str, sources: Mapping[str,
     packed elements raises EmulatorError, a read of an unpacked slot yields NaN.
     With ``device_mem`` smaller than the run's buffers, launches run in tiles with
     their own transfers (§4.4).  Builds are kept in ``cache`` (a dict; default: one
-    per process).  Returns ``(EmuResult, TransferStats)``.
+    per process).  Warp transactions are counted (``transactions``, emulate mode)
+    on the device addresses: element 0 of each array at its layout's offset in its
+    buffer.  Returns ``(EmuResult, TransferStats)``.
     """
     from ..codegen.host import print_host_python
     from ..transfers import session as S
@@ -337,7 +416,9 @@ def run_transferred(program: kir.Program, scop, mode: str, sources: Mapping[str,
         stats.pack_s = time.perf_counter() - t0
         keep = []
         ptrs = _pointers(mod, ses.plan, staging, ses.ints, keep)
-        r = mod.run_pointers(ptrs, ses.ints, scalars, seed, order)
+        r = mod.run_pointers(ptrs, ses.ints, scalars, seed, order,
+                             base_bytes=_base_bytes(mod.program, ses.plan),
+                             transactions=transactions)
         _check_guards(staging, mode)
         t0 = time.perf_counter()
         unpack(ses.plan, staging, results)
@@ -359,6 +440,7 @@ def run_transferred(program: kir.Program, scop, mode: str, sources: Mapping[str,
     shapes = {n: tuple(a.shape) for n, a in work.items()}
     tmp_arrays = {n: EmulatorModule.temp_array(_TempHolder(program), n, ints) for n in temps}
     host = load_host(print_host_python(program))
+    txs: list = []
 
     def launch(name: str, grid, extra=None) -> None:
         grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
@@ -387,7 +469,9 @@ def run_transferred(program: kir.Program, scop, mode: str, sources: Mapping[str,
                 else:
                     keep.append(np.zeros(1, dtype=DTYPES[decl.ctype]))
                     ptrs.append(keep[-1].ctypes.data)
-            r = mod.run_pointers(ptrs, ti, scalars, seed, order)
+            r = mod.run_pointers(ptrs, ti, scalars, seed, order,
+                                 base_bytes=_base_bytes(lp, plan), transactions=transactions)
+            txs.append(r.tx_counters)
             _check_guards(staging, mode)
             t0 = time.perf_counter()
             unpack(plan, staging, work)
@@ -396,14 +480,16 @@ def run_transferred(program: kir.Program, scop, mode: str, sources: Mapping[str,
             stats.tiles += 1
             res.seconds += r.seconds
             for kn, c in r.counters.items():
-                acc = res.counters.setdefault(kn, {"loads": 0, "stores": 0, "launches": 0})
-                for f in acc:
-                    acc[f] += c[f]
+                acc = res.counters.setdefault(kn, {})
+                for f, v in c.items():
+                    acc[f] = acc.get(f, 0) + v
             res.loads += r.loads
             res.stores += r.stores
         res.launches += 1
         stats.launches += 1
     host(dict(ints), launch)
+    res.tx_counters = sum_tx(txs)
+    res.tx = sum_tx(list(res.tx_counters.values())) if res.tx_counters else None
     for n in results:
         if work.get(n) is not None and work[n] is not results[n]:
             results[n][...] = work[n]
@@ -434,6 +520,17 @@ def _pointers(mod: EmulatorModule, plan, staging, ints: Mapping[str, int], keep:
     return out
 
 
+def _base_bytes(program: kir.Program, plan) -> list[int]:
+    """Per array of ``program``: the device byte offset of its element 0 inside its
+    buffer (``layout.offset`` slots; the GPU runtime passes the buffer address plus
+    this), 0 for temps and unplanned arrays (their own allocations)."""
+    out = []
+    for n in program.arrays:
+        lay = plan.layouts.get(n)
+        out.append(int(lay.offset) * int(lay.itemsize) if lay is not None else 0)
+    return out
+
+
 def _check_guards(staging, mode: str) -> None:
     if mode != "emulate":
         return
@@ -444,5 +541,6 @@ def _check_guards(staging, mode: str) -> None:
                                 f"the transfer plan's address mapping is wrong")
 
 
-__all__ = ["build", "EmulatorModule", "EmuResult", "run_transferred", "build_library", "cache_dir", "DTYPES",
+__all__ = ["build", "EmulatorModule", "EmuResult", "run_transferred", "TX_FIELDS", "sum_tx",
+           "transaction_summary", "build_library", "cache_dir", "DTYPES",
            "ORDERS", "array_shape", "array_span"]

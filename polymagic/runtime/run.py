@@ -526,11 +526,15 @@ def run_device(compiled, target: str, options: Options, arrays: dict[str, np.nda
 
 
 def emulator_counters(r) -> dict:
-    """Loads/stores per kernel and in total, from an emulator result."""
+    """Loads/stores per kernel and in total, and the warp transactions per kernel
+    when they were counted, from an emulator result."""
     out = {"loads": int(getattr(r, "loads", 0) or 0), "stores": int(getattr(r, "stores", 0) or 0)}
     per = getattr(r, "counters", None)
     if per:
         out["per_kernel"] = per
+    tx = getattr(r, "tx_counters", None)
+    if tx is not None:                  # warp transactions per kernel (seed 003 §6.3)
+        out["transactions"] = tx
     return out
 
 
