@@ -98,3 +98,44 @@ def test_report_notes_say_why_each_array_is_buffered():
     c, _ = _compile_run("gemm", {"N": 20})
     text = "\n".join(c.notes)
     assert "C:" in text and "non-constant reuse" in text
+
+
+# ---- predicted counts (issue 3): islpy/barvinok counts of the plan's sets ---------
+
+_PREDICT_CASES = [("gemm", {"N": 45}), ("gemm", {"N": 64}),
+                  ("jacobi-2d", {"n": 40, "tsteps": 2}), ("jacobi-2d", {"n": 37, "tsteps": 3})]
+
+
+@pytest.mark.parametrize("name, sizes", _PREDICT_CASES)
+def test_predicted_counts_equal_the_emulator_per_kernel(name, sizes):
+    """memory.counts: |copy_in| + unbuffered reads over the statement domains (loads),
+    |copy_out| + unbuffered writes (stores), per kernel, with and without shared
+    memory, equal the emulator's dynamic counts exactly."""
+    from polymagic.memory.counts import predict_for
+    for shared in ("auto", "none"):
+        opts = Options(sizes=sizes, target="emulator", shared=shared)
+        c, r = _compile_run(name, sizes, shared=shared)
+        pred = predict_for(c, opts)
+        emu = r.counters["per_kernel"]
+        assert set(pred) == set(emu)
+        for k, p in pred.items():
+            assert (p.loads, p.stores) == (emu[k]["loads"], emu[k]["stores"]), (shared, k)
+            assert bool(p.buffers) == (shared == "auto")
+            if shared == "none":
+                assert p.copy_loads == p.copy_stores == 0
+
+
+@pytest.mark.parametrize("name, sizes", [("gemm", {"N": 45}), ("jacobi-2d", {"n": 40, "tsteps": 2})])
+def test_shared_memory_cuts_loads_by_the_predicted_ratio(name, sizes):
+    """The emulator's loads drop with buffers on by exactly the ratio the plan's
+    counts predict (gemm: 3N³ -> the copy sets of the 32x16/16x32 sub-tiles and
+    the C tile; jacobi-2d: 5 reads per point -> one 34x34 halo tile per block)."""
+    from polymagic.memory.counts import predict_for
+    runs, preds = {}, {}
+    for shared in ("auto", "none"):
+        opts = Options(sizes=sizes, target="emulator", shared=shared)
+        c, runs[shared] = _compile_run(name, sizes, shared=shared)
+        preds[shared] = sum(p.loads for p in predict_for(c, opts).values())
+    assert (runs["none"].counters["loads"], runs["auto"].counters["loads"]) == \
+        (preds["none"], preds["auto"])
+    assert runs["none"].counters["loads"] / runs["auto"].counters["loads"] > 2

@@ -196,3 +196,21 @@ def test_warps_span_thread_rows_for_narrow_blocks():
     assert c.program.kernels["kernel0"].block == (16, 16, 1)
     tx = _kernel_tx(r)
     assert (tx["load_requests"], tx["load_sectors"], tx["load_lines"]) == (128, 512, 256)
+
+
+def test_too_many_addresses_give_no_counts_rather_than_wrong_ones():
+    from polymagic.runtime.emulator import build
+    c = compile_source(COPY.format(t="float"), Options(sizes={"N": 64, "M": 64}))
+    mod = build(c.program, extra_cflags=("-DPM_TX_MAX_BYTES=4096",))
+    a = np.ones((64, 64), np.float32)
+    r = mod.run({"A": a, "B": np.zeros_like(a)}, {"N": 64, "M": 64})
+    assert r.tx is None and r.tx_counters is None and r.loads == 4096
+
+
+def test_tiled_launches_are_counted_too():
+    """--device-mem splits the launch into tiles with their own buffers; every
+    tile's requests are counted (the copy's rows stay 256 B apart: 4 sectors)."""
+    _, r = _run(COPY.format(t="float"), {"N": 64, "M": 64}, device_mem=12 * 1024)
+    assert r.transfers["mode"] == "tiled" and r.transfers["tiles"] > 1
+    tx = _kernel_tx(r)
+    assert (tx["load_requests"], tx["load_sectors"]) == (128, 512)

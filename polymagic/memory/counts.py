@@ -1,0 +1,116 @@
+"""Predicted global-memory element loads and stores per kernel, from the plan's sets.
+
+Seed 000 §3 moves each element of a block's data space once between global and
+shared memory (copy-in/copy-out sets, §3.1.3) and rewrites the buffered references
+to the buffer; seed 004 §4.2 orders copy-in, compute and copy-out per block.  So a
+kernel's global traffic is
+
+* loads  = Σ_buffers |copy_in|  + Σ_unbuffered reads  |domain of the statement|
+* stores = Σ_buffers |copy_out| + Σ_unbuffered writes |domain of the statement|
+
+where a copy set ``{ [prefix] -> A[a] }`` is counted over every prefix (host loops
+and tile indices: one copy per block and sub-tile), and every unbuffered reference
+is executed once per statement instance (a compound assignment's target is a read
+and a write, as in the scop's access list).  Counting is islpy's (barvinok's
+``card`` when available, else enumeration), at fixed sizes.  The emulator counts
+the same accesses dynamically (``polymagic/runtime/emu_support.h``); tests assert
+that both agree exactly (issue 3).  Limits: a value read inside a ``?:`` branch
+that is not taken is still predicted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import islpy as isl
+
+from ..scop import Scop
+
+
+@dataclass
+class KernelCounts:
+    """Predicted global element accesses of one kernel over the whole run."""
+    loads: int = 0
+    stores: int = 0
+    copy_loads: int = 0          # of which: copy-in into shared buffers
+    copy_stores: int = 0         # of which: copy-out from shared buffers
+    buffers: list[str] = field(default_factory=list)
+
+
+def _fix(s: isl.Set, sizes: Mapping[str, int]) -> isl.Set:
+    """``s`` with every parameter fixed (sizes; 0 for thread/block ids, which the
+    copy and iteration sets do not constrain)."""
+    for pos in range(s.dim(isl.dim_type.param)):
+        name = s.get_dim_name(isl.dim_type.param, pos)
+        s = s.fix_val(isl.dim_type.param, pos, isl.Val(int(sizes.get(name, 0))))
+    return s
+
+
+def count_points(s: isl.Set, sizes: Mapping[str, int]) -> int:
+    """Number of points of ``s`` at ``sizes`` (barvinok's card, else isl's count)."""
+    s = _fix(s, sizes)
+    if s.is_empty():
+        return 0
+    card = getattr(s, "card", None)
+    if card is not None:
+        try:
+            pw = card()
+            pt = _fix(isl.Set.universe(pw.get_domain_space()), sizes).sample_point()
+            v = pw.eval(pt)
+            return int(v.to_python())
+        except (isl.Error, AttributeError, TypeError, ValueError):
+            pass
+    return int(s.count_val().to_python())
+
+
+def copy_volume(rel: isl.Map | None, sizes: Mapping[str, int]) -> int:
+    """Σ over prefixes (blocks, sub-tiles, host loops) of the copy set's size."""
+    return 0 if rel is None else count_points(rel.wrap(), sizes)
+
+
+def predict_counts(scop: Scop, mapping, sizes: Mapping[str, int],
+                   program=None) -> dict[str, KernelCounts]:
+    """Per kernel (KIR names: ``kernel0``...), the loads/stores the plan predicts.
+
+    ``mapping`` is :func:`polymagic.mapping.map_schedule`'s result for the options
+    the program was compiled with; with ``program`` (the KIR), buffers that did not
+    make it into a kernel (fallbacks) count as unbuffered references."""
+    out: dict[str, KernelCounts] = {}
+    for pname, plan in mapping.plans.items():
+        kname = pname[len("pm_"):] if pname.startswith("pm_") else pname
+        buffers = list(plan.memory.buffers) if plan.memory else []
+        if program is not None:
+            k = program.kernels.get(kname)
+            used = {d.name for d in k.shared} if k is not None else set()
+            buffers = [b for b in buffers if b.name in used]
+        kc = out[kname] = KernelCounts(buffers=[b.name for b in buffers])
+        refs = {r for b in buffers for r in b.refs}
+        for b in buffers:
+            kc.copy_loads += copy_volume(b.copy_in, sizes)
+            kc.copy_stores += copy_volume(b.copy_out, sizes)
+        kc.loads, kc.stores = kc.copy_loads, kc.copy_stores
+        for sname in plan.statements:
+            stmt = scop.statement(sname)
+            n = None
+            for k, acc in enumerate(stmt.accesses):
+                if (sname, k) in refs:
+                    continue
+                if n is None:
+                    n = count_points(stmt.domain, sizes)
+                if acc.is_write:
+                    kc.stores += n
+                else:
+                    kc.loads += n
+    return out
+
+
+def predict_for(compiled, options, sizes: Mapping[str, int] | None = None
+                ) -> dict[str, KernelCounts]:
+    """:func:`predict_counts` for a compiled program (re-runs the mapping stage)."""
+    from ..mapping import map_schedule
+    sizes = dict(options.sizes if sizes is None else sizes)
+    mapping = map_schedule(compiled.scop, compiled.schedule, options)
+    return predict_counts(compiled.scop, mapping, sizes, compiled.program)
+
+
+__all__ = ["KernelCounts", "count_points", "copy_volume", "predict_counts", "predict_for"]
