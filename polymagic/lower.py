@@ -390,6 +390,8 @@ def _upper_bound(cond: isl.AstExpr, var: str) -> Expr:
 
 def _plan_summary(kname: str, plan: KernelPlan) -> str:
     stmts = ",".join(plan.statements)
+    if plan.text:
+        return f"{kname} [{stmts}]: {plan.text}"
     if not plan.members:
         return f"{kname} [{stmts}]: one thread" + (
             f" (sequential: {', '.join(plan.sequential)})" if plan.sequential else "")

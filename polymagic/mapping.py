@@ -66,9 +66,13 @@ class KernelPlan:
     statements: list[str] = field(default_factory=list)
     sub_tiles: list[str] = field(default_factory=list)    # sequential members sub-tiled
     memory: KernelMemory | None = None
+    threads: tuple[int, int, int] | None = None   # block dims when not those of members
+    text: str = ""                                 # summary when not derived from members
 
     @property
     def block(self) -> tuple[int, int, int]:
+        if self.threads is not None:
+            return self.threads
         b = {m.axis: m.threads for m in self.members}
         return (b.get("x", 1), b.get("y", 1), b.get("z", 1))
 
@@ -304,11 +308,227 @@ def _val_list(vals) -> isl.ValList:
     return lst
 
 
+# ---- superposition (seed 003 §4.2-4.3) ----------------------------------------------
+
+class _SuperMapper:
+    """Builds the superposed schedule ``Θ* = (Θ_out*, Θ)`` of a
+    :class:`~polymagic.schedule.superposition.SuperPlan` as one isl schedule tree:
+    host loops, then per kernel a mark, the block filter (``⌊Θ_out/TL⌋ - min = blockIdx``)
+    over the tiled block band, and below it the thread-level schedule: step loops and
+    sequences with barriers (``pm_sync`` statements grafted as in
+    :func:`memory.plan.graft_copies`), thread bands under thread filters
+    (``Θ_thread ≡ threadIdx (mod blockDim)``), and the source order inside a thread."""
+
+    def __init__(self, scop: Scop, plan, options: Options):
+        self.scop = scop
+        self.plan = plan
+        self.options = options
+        self.plans: dict[str, KernelPlan] = {}
+        self.host_loops: list[str] = []
+        self.namer = CopyNamer()
+        self.params = ", ".join(scop.size_params + _ALL_IDS)
+        self.block = (1, 1, 1)
+
+    # -- isl objects from plan combos (positional iterator names: i0, i1, ...) --------
+
+    def _tuple(self, s: str) -> str:
+        n = len(self.scop.statement(s).iterators)
+        return f"{s}[{', '.join(f'i{k}' for k in range(n))}]"
+
+    def _mupa(self, members: list[dict[str, str]]) -> isl.MultiUnionPwAff:
+        """One member per dict: statement -> affine text in i0, i1, ..."""
+        parts = ", ".join("{ " + "; ".join(f"{self._tuple(s)} -> [({e})]" for s, e in m.items())
+                          + " }" for m in members)
+        return isl.MultiUnionPwAff(f"[{self.params}] -> [{parts}]")
+
+    @staticmethod
+    def _loop(loop: tuple[int, int]) -> str:
+        return f"{'-' if loop[1] < 0 else ''}i{loop[0]}"
+
+    def _filter(self, stmts: list[str], conds: dict[str, list[str]] | None = None
+                ) -> isl.UnionSet:
+        parts = []
+        for s in stmts:
+            c = " and ".join((conds or {}).get(s, [])) or "1 = 1"
+            parts.append(f"{self._tuple(s)} : {c}")
+        return isl.UnionSet(f"[{self.params}] -> {{ {'; '.join(parts)} }}")
+
+    # -- tree construction -----------------------------------------------------------
+
+    def items(self, node: isl.ScheduleNode, items: list, in_kernel: bool, step: bool = False
+              ) -> isl.ScheduleNode:
+        """Build ``items`` at ``node`` (a leaf); return the node at the same position.
+        Inside a kernel, consecutive items are separated by barriers, and a step loop's
+        body ends with one."""
+        if len(items) == 1:
+            node = self.item(node, items[0], in_kernel)
+            if in_kernel and step:
+                depth = node.get_tree_depth()
+                node = node.graft_after(self.sync(node))
+                node = node.ancestor(node.get_tree_depth() - depth)
+            return node
+        lst = isl.UnionSetList.alloc(self.scop.context.get_ctx(), len(items))
+        for it in items:
+            lst = lst.add(self._filter(it.statements))
+        node = node.insert_sequence(lst)
+        depth = node.get_tree_depth()
+        for k, it in enumerate(items):
+            child = self.item(node.child(k).child(0), it, in_kernel)
+            if in_kernel and (step or k < len(items) - 1):
+                child = child.graft_after(self.sync(child))
+            node = child.ancestor(child.get_tree_depth() - depth)
+        return node
+
+    def sync(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
+        from .memory.plan import _sync_graft
+        return _sync_graft(self.scop, node, self.namer.sync())
+
+    def item(self, node: isl.ScheduleNode, it, in_kernel: bool) -> isl.ScheduleNode:
+        from .schedule.superposition import Kernel, StepLoop
+        if isinstance(it, StepLoop):
+            band = node.insert_partial_schedule(
+                self._mupa([{s: self._loop(it.loop[s]) for s in it.statements}]))
+            band = atomic(band)
+            if not in_kernel:
+                self.host_loops.append(self.plan.loop_text(it.loop))
+            return self.items(band.child(0), it.body, in_kernel, step=in_kernel).parent()
+        if isinstance(it, Kernel):
+            return self.kernel(node, it)
+        return self.thread_group(node, it)
+
+    def tiles_and_threads(self, k) -> tuple[list[int], tuple[int, int, int]]:
+        from .schedule.superposition import ThreadGroup
+        groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
+        n_thr = max((len(g.dims) for g in groups), default=0)
+        if self.options.block:
+            blk = tuple((list(self.options.block) + [1, 1, 1])[:3])
+        else:
+            blk = tuple((list(DEFAULT_BLOCKS[n_thr]) + [1, 1, 1])[:3]) if n_thr else (1, 1, 1)
+        tiles = []
+        given = list(self.options.tile or ())
+        for j, b in enumerate(k.block):
+            if j < len(given):
+                tiles.append(given[j])
+                continue
+            axes = [ax for g in groups for d, ax in zip(g.dims, "xyz")
+                    if all(b.get(s) == v for s, v in d.items())]
+            tiles.append(max([blk["xyz".index(a)] for a in axes] + [1]) if axes else 32)
+        return tiles, blk
+
+    def kernel(self, node: isl.ScheduleNode, k) -> isl.ScheduleNode:
+        name = f"{MARK_PREFIX}{len(self.plans)}"
+        tiles, blk = self.tiles_and_threads(k)
+        self.block = blk
+        members: list[MappedMember] = []
+        domain = node.get_domain()
+        block_ctx: list[str] = []
+        if k.block:
+            tile_sched = self._mupa([{s: f"floor(({self._loop(b[s])})/{t})" for s in k.statements}
+                                     for b, t in zip(k.block, tiles)])
+            rng = isl.Set.from_union_set(
+                isl.UnionMap.from_multi_union_pw_aff(tile_sched).intersect_domain(domain).range()
+            ).intersect_params(self.scop.context.align_params(tile_sched.get_space()))
+            filt = domain
+            for j, (b, t) in enumerate(zip(k.block, tiles)):
+                axis = "xyz"[len(k.block) - 1 - j]
+                tmin, tmax = rng.dim_min(j).coalesce(), rng.dim_max(j).coalesce()
+                members.append(MappedMember(axis, t, blk["xyz".index(axis)],
+                                            self.plan.loop_text(b), tmin, tmax))
+                bid = isl.UnionPwAff.param_on_domain_id(domain, _param_id(kir.BLOCK_IDS[axis]))
+                off = isl.UnionPwAff.pw_aff_on_domain(domain, tmin)
+                filt = filt.intersect(tile_sched.get_at(j).sub(off).sub(bid).zero_union_set())
+                block_ctx.append(f"{kir.BLOCK_IDS[axis]} >= 0")
+            node = node.insert_partial_schedule(tile_sched)
+            for j in range(len(k.block)):
+                node = node.band_member_set_coincident(j, 1)
+            node = atomic(node)
+            node = self.items(node.child(0), k.body, True).parent()
+            node = node.insert_filter(filt.intersect_params(_id_bounds(block_ctx)))
+        else:
+            node = self.items(node, k.body, True)
+        self.plans[name] = KernelPlan(name, members, [], list(k.statements),
+                                      threads=blk, text=self.summary(k, tiles, blk))
+        return node.insert_mark(isl.Id(name))
+
+    def thread_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
+        nests = self.plan.nests
+        width = max(2 * len(nests[s].loops) + 1 for s in g.statements)
+        orig = []
+        for d in range(width):
+            m = {}
+            for s in g.statements:
+                nest = nests[s]
+                if d % 2 == 0:
+                    m[s] = str(nest.betas[d // 2]) if d // 2 < len(nest.betas) else "0"
+                else:
+                    m[s] = self._loop(nest.loops[d // 2]) if d // 2 < len(nest.loops) else "0"
+            orig.append(m)
+        node = atomic(node.insert_partial_schedule(self._mupa(orig)))
+        conds: dict[str, list[str]] = {s: [] for s in g.statements}
+        axes = "xyz"
+        for d, ax in zip(g.dims, axes):
+            b = self.block["xyz".index(ax)]
+            for s in g.statements:
+                conds[s].append(f"({self._loop(d[s])} - {kir.THREAD_IDS[ax]}) mod {b} = 0")
+        for ax in axes[len(g.dims):]:
+            for s in g.statements:
+                conds[s].append(f"{kir.THREAD_IDS[ax]} = 0")
+        if g.dims:
+            members = [{s: self._loop(d[s]) for s in g.statements} for d in reversed(g.dims)]
+            node = node.insert_partial_schedule(self._mupa(members))
+            for j in range(len(g.dims)):
+                node = node.band_member_set_coincident(j, 1)
+            node = atomic(node)
+        ctx = [f"0 <= {kir.THREAD_IDS[a]} < {b}" for a, b in zip("xyz", self.block)]
+        return node.insert_filter(self._filter(g.statements, conds).intersect_params(
+            _id_bounds(ctx)))
+
+    def summary(self, k, tiles: list[int], blk: tuple[int, int, int]) -> str:
+        from .schedule.superposition import StepLoop, ThreadGroup
+        text = self.plan.loop_text
+        parts = [f"{text(b)}→block.{'xyz'[len(k.block) - 1 - j]} (tile {t})"
+                 for j, (b, t) in enumerate(zip(k.block, tiles))] or ["one block"]
+        inner = []
+
+        def walk(items):
+            for it in items:
+                if isinstance(it, StepLoop):
+                    inner.append(f"step {text(it.loop)} {{")
+                    walk(it.body)
+                    inner.append("}")
+                elif isinstance(it, ThreadGroup):
+                    inner.append("[" + ",".join(it.statements) + "] " + (
+                        ", ".join(f"{text(d)}→thread.{ax}" for d, ax in zip(it.dims, "xyz"))
+                        or "one thread"))
+        walk(k.body)
+        return ("superposition: " + ", ".join(parts) + "; threads: " +
+                " | ".join(inner).replace("{ |", "{").replace("| }", "}"))
+
+
+def _walk_items(items):
+    from .schedule.superposition import Kernel, StepLoop
+    for it in items:
+        yield it
+        if isinstance(it, (StepLoop, Kernel)):
+            yield from _walk_items(it.body)
+
+
+def map_superposition(scop: Scop, plan, options: Options) -> MappingResult:
+    """The superposed schedule tree of ``plan`` with one plan per kernel."""
+    dom = scop.domain.align_params(_mapped_param_space(scop))
+    node = isl.Schedule.from_domain(dom).get_root().child(0)
+    mapper = _SuperMapper(scop, plan, options)
+    node = mapper.items(node, plan.items, False)
+    return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops, {})
+
+
 def map_schedule(scop: Scop, sched: ScheduleResult, options: Options) -> MappingResult:
     """Tile and mark the schedule tree; return it with one plan per kernel."""
     for name, vals in (("--tile", options.tile or ()), ("--block", options.block or ())):
         if any(v <= 0 for v in vals):
             raise OptionsError(f"{name} sizes must be positive")
+    if options.mapping == "superposition" and getattr(sched, "use_superposition", False):
+        return map_superposition(scop, sched.superposition, options)
     mapper = _Mapper(scop, options)
     root = sched.schedule.align_params(_mapped_param_space(scop)).get_root()
     node = mapper.visit(root.child(0)) if root.n_children() else root
@@ -352,4 +572,8 @@ def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
                        for k in program.kernels.values())
     summary = f"{host}{len(program.kernels)} kernel(s), {len(launches)} launch site(s): {blocks}"
     notes = [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
+    notes = list(getattr(sched, "notes", [])) + notes
+    if options.mapping == "superposition" and getattr(sched, "use_superposition", False) \
+            and options.shared != "none":
+        notes.append("superposition: shared-memory buffers are not planned for its kernels yet")
     return program, summary, search_notes + notes + fallback

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from .errors import OptionsError
 
 TARGETS = ("auto", "gpu", "emulator", "openmp")
+MAPPINGS = ("superposition", "single")
 SHOW = ("deps", "schedule", "cuda", "kir", "host", "emulator", "scop")
 
 
@@ -24,6 +25,7 @@ class Options:
     target: str = "auto"
     tile: tuple[int, ...] | None = None           # block-tile sizes, outermost band member first
     block: tuple[int, ...] | None = None          # threads per block, x,y,z
+    mapping: str = "superposition"                # seed 003 superposition | single schedule
     check: bool = True                            # compare with the CPU reference
     show: tuple[str, ...] = ()
     json: bool = False
@@ -47,7 +49,7 @@ class Options:
 
     def key(self) -> tuple:
         """What the generated code depends on (for compile caches)."""
-        return (self.tile, self.block, self.shared, self.shared_mem, self.registers,
+        return (self.tile, self.block, self.mapping, self.shared, self.shared_mem, self.registers,
                 self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
                 tuple(sorted(self.sizes.items())) if self.tile_auto else None)
 
@@ -124,6 +126,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tile", metavar="32,32",
                    help="block-tile sizes, outermost first, or 'auto' (seed 000 §4.3 search)")
     p.add_argument("--block", metavar="32,8", help="threads per block, x,y,z")
+    p.add_argument("--mapping", default="superposition", choices=MAPPINGS,
+                   help="blocks and threads from two superposed schedules (seed 003) or "
+                        "from one schedule")
     p.add_argument("--no-check", dest="check", action="store_false",
                    help="do not compare with the CPU reference (writes the device result back)")
     p.add_argument("--show", action="append", default=[], metavar="WHAT",
@@ -195,7 +200,7 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
                    python=ns.python, explore=ns.explore, autotune=ns.autotune,
                    autotune_candidates=ns.autotune_candidates,
                    autotune_budget=ns.autotune_budget,
-                   block=block, check=ns.check, show=tuple(show), json=ns.json,
+                   block=block, mapping=ns.mapping, check=ns.check, show=tuple(show), json=ns.json,
                    emu_order=ns.emu_order, quiet=ns.quiet)
 
 

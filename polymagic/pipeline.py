@@ -62,7 +62,7 @@ def compile_source(source: str, options: Options | None = None, language: str = 
     with _stage("dependence analysis"):
         deps = compute_dependences(scop)
     with _stage("scheduling"):
-        sched = compute_schedule(scop, deps)
+        sched = compute_schedule(scop, deps, options)
     with _stage("mapping"):
         program, summary, notes = map_to_kir(scop, sched, options)
     with _stage("code generation"):

@@ -9,7 +9,7 @@ baseline that superposition improves on).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import islpy as isl
 
@@ -25,9 +25,20 @@ MAX_OPERATIONS = 20_000_000
 @dataclass
 class ScheduleResult:
     schedule: isl.Schedule
+    #: seed 003 superposition plan (block- and thread-level schedules), when asked for
+    superposition: object | None = None
+    #: the plan is legal and is what the mapping emits (else the single mapping is used)
+    use_superposition: bool = False
+    notes: list[str] = field(default_factory=list)
 
     def describe(self) -> str:
-        return str(self.schedule.get_root())
+        text = "single schedule (isl scheduler; blocks and threads share it):\n" + \
+            str(self.schedule.get_root())
+        if self.superposition is not None:
+            text += "\n\n" + self.superposition.describe()
+        for n in self.notes:
+            text += f"\nnote: {n}"
+        return text
 
 
 def configure(ctx: isl.Context) -> None:
@@ -41,7 +52,16 @@ def configure(ctx: isl.Context) -> None:
     ctx.set_tile_shift_point_loops(1)         # point loops run over [0, T)
 
 
-def compute_schedule(scop: Scop, deps: Dependences) -> ScheduleResult:
+def compute_schedule(scop: Scop, deps: Dependences, options=None) -> ScheduleResult:
+    """isl's schedule, and with ``options.mapping == 'superposition'`` the seed 003
+    plan (used by the mapping when legal, see :func:`superposition_choice`)."""
+    result = ScheduleResult(_isl_schedule(scop, deps))
+    if options is not None and getattr(options, "mapping", "single") == "superposition":
+        superposition_choice(scop, deps, result, options)
+    return result
+
+
+def _isl_schedule(scop: Scop, deps: Dependences) -> isl.Schedule:
     ctx = scop.context.get_ctx()
     configure(ctx)
     dom = scop.domain.intersect_params(scop.context)
@@ -53,9 +73,140 @@ def compute_schedule(scop: Scop, deps: Dependences) -> ScheduleResult:
     sc = sc.set_proximity(validity)
     try:
         with OperationBudget(ctx, MAX_OPERATIONS):
-            sched = sc.compute_schedule()
+            return sc.compute_schedule()
     except isl.Error as e:
         raise PolymagicError(
             "the polyhedral scheduler gave up on this function (too many operations); "
             f"simplify the loop nest or split it into several cells ({e})") from None
-    return ScheduleResult(sched)
+
+
+#: isl operations the superposition planning may take before the single mapping is used
+SUPER_OPERATIONS = 20_000_000
+#: use the superposition only where it improves coalescing (the paper's gemm, 2mm...:
+#: both schedules coincide, and the single mapping keeps its shared-memory buffers);
+#: tests set it to False to run every kernel through the superposed tree
+REQUIRE_GAIN = True
+
+
+def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
+                         options) -> None:
+    """Plan the superposition (seed 003 §4-5) and decide whether the mapping uses it:
+    only when the plan passes the isl legality check (Lemma 1) and every statement
+    that isl's schedule runs in parallel also gets block parallelism from it (the
+    restricted forms of §5.1 have no skewing: wavefronts stay with the single
+    mapping).  Otherwise the single mapping is used and a note says why."""
+    from .superposition import plan_superposition
+    if getattr(options, "tile_auto", False):
+        result.notes.append("--tile auto searches tiles of the single mapping: "
+                            "superposition not used")
+        return
+    ctx = scop.context.get_ctx()
+    try:
+        with OperationBudget(ctx, SUPER_OPERATIONS):
+            plan = plan_superposition(scop, deps.validity)
+    except isl.Error:
+        result.notes.append(f"superposition: planning took more than {SUPER_OPERATIONS} isl "
+                            "operations: single mapping used")
+        return
+    result.superposition = plan
+    if not plan.legal:
+        result.notes.append("superposition not legal (" + "; ".join(plan.problems[:3]) +
+                            "): single mapping used")
+        return
+    parallel = _parallel_statements(result.schedule)
+    lost = sorted((s for k in plan.kernels() if not k.block for s in k.statements
+                   if s in parallel), key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
+    if lost:
+        result.notes.append(
+            f"superposition finds no synchronisation-free loop for {', '.join(lost)} "
+            "without skewing (seed 003 §5.1 forms) while isl's schedule has parallel "
+            "loops there: single mapping used")
+        return
+    gains = _coalescing_gains(plan, result.schedule)
+    if not gains and REQUIRE_GAIN:
+        result.notes.append(
+            "superposition maps the same loops to threadIdx.x as the single schedule "
+            "(no coalescing gain in the DL model): single mapping used, with its "
+            "shared-memory buffers")
+        return
+    result.use_superposition = True
+    if gains:
+        result.notes.append("superposition: better coalescing (DL model) for " + ", ".join(gains))
+
+
+def _coalescing_gains(plan, sched: isl.Schedule) -> list[str]:
+    """Statements whose thread.x loop in the superposition has a more negative
+    ∂mem_cost/∂t than the one the single mapping gives them (or that get thread
+    parallelism the single mapping does not give), as 'S0 (j for i)'."""
+    from .superposition import ThreadGroup
+    single = _single_thread_x(sched)
+    out = []
+    for k in plan.kernels():
+        stack = list(k.body)
+        while stack:
+            it = stack.pop(0)
+            if not isinstance(it, ThreadGroup):
+                stack.extend(getattr(it, "body", []))
+                continue
+            if not it.dims:
+                continue
+            for s in it.statements:
+                j = it.dims[0][s][0]
+                cost = plan.costs[s]
+                old = single.get(s)
+                name = plan.iterators[s][j]
+                if old is None:
+                    out.append(f"{s} ({name}, none before)")
+                elif cost.derivative[j] < cost.derivative[old] - 1e-12 and \
+                        cost.coalesces(j) and not cost.coalesces(old):
+                    out.append(f"{s} ({name} for {plan.iterators[s][old]})")
+    return out
+
+
+def _single_thread_x(sched: isl.Schedule) -> dict[str, int | None]:
+    """Per statement, the iterator the single mapping puts on threadIdx.x (the
+    innermost of the first three leading coincident members of the first parallel
+    band above it), None when that member is not one plain iterator."""
+    out: dict[str, int | None] = {}
+
+    def visit(n: isl.ScheduleNode) -> bool:
+        if n.get_type() != isl.schedule_node_type.band:
+            return True
+        k = 0
+        while k < n.band_n_member() and n.band_member_get_coincident(k):
+            k += 1
+        if k == 0:
+            return True
+        upa = n.band_get_partial_schedule().get_at(min(k, 3) - 1)
+
+        def piece(pa: isl.PwAff):
+            affs: list[isl.Aff] = []
+            pa.foreach_piece(lambda _s, a: affs.append(a))
+            name = pa.get_domain_space().get_tuple_name(isl.dim_type.set)
+            it = None
+            if len(affs) == 1 and affs[0].dim(isl.dim_type.div) == 0:
+                a = affs[0]
+                cs = [int(a.get_coefficient_val(isl.dim_type.in_, j).to_python())
+                      for j in range(a.dim(isl.dim_type.in_))]
+                nz = [j for j, c in enumerate(cs) if c]
+                if len(nz) == 1 and abs(cs[nz[0]]) == 1:
+                    it = nz[0]
+            out[name] = it
+        upa.foreach_pw_aff(piece)
+        return False
+    sched.get_root().foreach_descendant_top_down(visit)
+    return out
+
+
+def _parallel_statements(sched: isl.Schedule) -> set[str]:
+    """Statements below a band with a coincident member in isl's schedule."""
+    out: set[str] = set()
+
+    def visit(n: isl.ScheduleNode) -> bool:
+        if n.get_type() == isl.schedule_node_type.band and any(
+                n.band_member_get_coincident(k) for k in range(n.band_n_member())):
+            n.get_domain().foreach_set(lambda s: out.add(s.get_tuple_name()))
+            return False
+        return True
+    sched.get_root().foreach_descendant_top_down(visit)
+    return out

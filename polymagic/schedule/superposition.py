@@ -1,0 +1,415 @@
+"""Block-level and thread-level schedules and their superposition (seed 003 §4-5).
+
+Two schedules are computed per statement, within the restricted affine forms of
+§5.1 (loop permutation, distribution/fusion; no skewing):
+
+* the **block-level** (outer) schedule, Algorithm 3: SCC by SCC from the outside
+  in, the outermost *synchronisation-free* forall loops (Δ = 0 on every active
+  dependence) become ``blockIdx`` dimensions (at most two, block.x innermost); an SCC
+  without one is distributed along its outermost source loop, which becomes a host
+  loop (one launch per iteration).  Adjacent kernels are fused when the union keeps
+  the forall loops.
+* the **thread-level** (regular) schedule, Algorithm 2, inside each kernel: SCC by
+  SCC, the parallel loops are ranked by the DL model (§5.2, :mod:`.dl_model`); when
+  the best one coalesces (it is the contiguous loop of a reference) it goes to
+  ``threadIdx.x`` and the next ones to y and z (enclosing parallel loops are pushed
+  down to it).  Otherwise the SCC's outermost source loop, if sequential, becomes a
+  step loop executed by the whole block with ``__syncthreads`` between steps, and the
+  algorithm recurses inside it (jacobi-2d-alt's ``t``).  Adjacent thread groups are
+  fused only when the fusion keeps their thread loops parallel.  Loops not mapped
+  run inside each thread in source order.
+
+The superposition ``Θ* = (Θ_out*, Θ)`` (§4.2) is then one isl schedule tree built by
+:mod:`polymagic.mapping`.  :func:`check_legality` verifies the flattened schedule
+with isl before anything is emitted (Lemma 1: the outer dimensions carry no
+dependence, the regular schedule satisfies every dependence, thread dimensions carry
+none); an illegal plan is never emitted, the single mapping is used instead.
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Union
+
+import islpy as isl
+
+from ..scop import Scop
+from .dl_model import StatementCost, statement_costs
+from .loop_kinds import (Combo, DependenceTable, LoopKind, OriginalNest, classify, make_table,
+                         original_nests, strongly_connected)
+
+#: combinations of per-statement loop choices tested per SCC (Algorithm 2 line 6)
+MAX_COMBOS = 4096
+MAX_BLOCK_DIMS = 2
+MAX_THREAD_DIMS = 3
+
+
+@dataclass
+class ThreadGroup:
+    """Statements whose parallel loops ``dims`` (x first) are mapped to threads."""
+    statements: list[str]
+    dims: list[Combo]
+    why: str = ""
+
+
+@dataclass
+class StepLoop:
+    """A sequential loop: a host loop (outside kernels) or, inside a kernel, a loop
+    run by the whole block with barriers between its steps."""
+    statements: list[str]
+    loop: Combo
+    body: list["Item"]
+
+
+@dataclass
+class Kernel:
+    statements: list[str]
+    block: list[Combo]            # outermost first; the last one is block.x
+    body: list["Item"] = field(default_factory=list)
+    why: str = ""
+
+
+Item = Union[ThreadGroup, StepLoop, Kernel]
+
+
+@dataclass
+class SuperPlan:
+    """The superposition plan of one Scop."""
+    items: list[Item]
+    costs: dict[str, StatementCost]
+    nests: dict[str, OriginalNest]
+    iterators: dict[str, tuple[str, ...]]
+    legal: bool = True
+    problems: list[str] = field(default_factory=list)
+
+    def kernels(self) -> list[Kernel]:
+        out: list[Kernel] = []
+
+        def walk(items):
+            for it in items:
+                if isinstance(it, Kernel):
+                    out.append(it)
+                elif isinstance(it, StepLoop):
+                    walk(it.body)
+        walk(self.items)
+        return out
+
+    def loop_text(self, combo: Combo) -> str:
+        """``i`` or ``S0:i/S1:j`` when the statements use different iterators."""
+        names = {s: ("-" if d < 0 else "") + self.iterators[s][j] for s, (j, d) in combo.items()}
+        uniq = sorted(set(names.values()))
+        if len(uniq) == 1:
+            return uniq[0]
+        return "/".join(f"{s}:{n}" for s, n in names.items())
+
+    def describe(self) -> str:
+        """Both schedules as indented trees, the DL table and the decisions."""
+        lines = ["block-level (outer) and thread-level (regular) schedules, superposed:"]
+
+        def walk(items, ind, in_kernel):
+            for it in items:
+                pad = "  " * ind
+                if isinstance(it, Kernel):
+                    blk = ", ".join(f"{self.loop_text(c)}→block.{ax}"
+                                    for c, ax in zip(it.block, _axes(len(it.block))))
+                    lines.append(f"{pad}kernel [{','.join(it.statements)}]: "
+                                 f"{blk or 'one block'}" + (f"  ({it.why})" if it.why else ""))
+                    walk(it.body, ind + 1, True)
+                elif isinstance(it, StepLoop):
+                    what = "step loop (barrier after each step)" if in_kernel else "host loop"
+                    lines.append(f"{pad}for {self.loop_text(it.loop)} [{','.join(it.statements)}]"
+                                 f": {what}")
+                    walk(it.body, ind + 1, in_kernel)
+                else:
+                    thr = ", ".join(f"{self.loop_text(c)}→thread.{ax}"
+                                    for c, ax in zip(it.dims, "xyz"))
+                    lines.append(f"{pad}threads [{','.join(it.statements)}]: "
+                                 f"{thr or 'one thread'}" + (f"  ({it.why})" if it.why else ""))
+                    if in_kernel and len(items) > 1:
+                        lines.append(f"{pad}__syncthreads()")
+        walk(self.items, 1, False)
+        lines.append("")
+        lines.append(f"DL model (seed 003 §5.2, L = 32 elements, ∂mem_cost/∂t at t = 16; "
+                     "most negative = best for thread.x):")
+        lines.append("  stmt  loop  ∂mem_cost/∂t   coalesces")
+        for s, c in self.costs.items():
+            for k, it in enumerate(c.iterators):
+                lines.append(f"  {s:<5} {it:<5} {c.derivative[k]:>+13.3e}   "
+                             f"{'yes' if c.coalesces(k) else 'no'}")
+        if not self.legal:
+            lines.append("")
+            lines.append("not legal (not emitted): " + "; ".join(self.problems))
+        return "\n".join(lines)
+
+
+def _axes(n: int) -> list[str]:
+    """Axes of n block dims, outermost first: the innermost is x."""
+    return ["xyz"[n - 1 - j] for j in range(n)]
+
+
+# ---- helpers --------------------------------------------------------------------------
+
+class _Planner:
+    def __init__(self, scop: Scop, validity: isl.UnionMap,
+                 strides: dict[str, tuple[int, ...]] | None = None):
+        self.scop = scop
+        self.nests = original_nests(scop)
+        self.costs = statement_costs(scop, strides)
+        self.order = [s.name for s in scop.statements]
+        self.table = make_table(scop, validity, set(self.order))
+
+    # candidates: the source loops not consumed by enclosing (host or step) loops
+    def candidates(self, s: str, depth: int) -> list[tuple[int, int]]:
+        return list(self.nests[s].loops[depth:])
+
+    def combos(self, scc: list[str], depth: dict[str, int]):
+        lists = [self.candidates(s, depth[s]) for s in scc]
+        if any(not lst for lst in lists):
+            return []
+        out = []
+        for prod in itertools.product(*lists):
+            out.append(dict(zip(scc, prod)))
+            if len(out) >= MAX_COMBOS:
+                break
+        return out
+
+    def common_loop(self, scc: list[str], depth: dict[str, int]) -> Combo | None:
+        """The next source loop enclosing every statement of the SCC, if any."""
+        first = self.nests[scc[0]]
+        d = depth[scc[0]]
+        if any(depth[s] != d for s in scc):
+            return None
+        if all(first.shares_loop(self.nests[s], d) for s in scc):
+            return {s: self.nests[s].loops[d] for s in scc}
+        return None
+
+    def derivative(self, combo: Combo) -> float:
+        return sum(self.costs[s].derivative[j] for s, (j, _) in combo.items())
+
+    def coalescing(self, combo: Combo) -> bool:
+        return any(self.costs[s].coalesces(j) for s, (j, _) in combo.items())
+
+    # ---- Algorithm 3: block level ----------------------------------------------------
+
+    def block_level(self, stmts: list[str], table: DependenceTable, depth: dict[str, int]
+                    ) -> list[Item]:
+        items: list[Item] = []
+        for scc in strongly_connected(stmts, table.subset(set(stmts)).edges()):
+            sub = table.subset(set(scc))
+            foralls = [c for c in self.combos(scc, depth) if classify(sub, c) == LoopKind.FORALL]
+            if foralls:
+                foralls.sort(key=lambda c: sum(self.nests[s].loops.index(c[s]) for s in c))
+                block = _disjoint(foralls, MAX_BLOCK_DIMS)
+                items.append(Kernel(scc, block, why="outermost synchronisation-free forall"))
+                continue
+            loop = self.common_loop(scc, depth)
+            if loop is not None and classify(sub, loop) != LoopKind.ILLEGAL:
+                inner = {s: depth[s] + 1 for s in scc}
+                items.append(StepLoop(scc, loop, self.block_level(scc, sub.restrict(loop), inner)))
+                continue
+            items.append(Kernel(scc, [], why="no synchronisation-free forall loop"))
+        items = self.block_fusion(items, table)
+        for it in items:
+            if isinstance(it, Kernel):
+                it.body = self.thread_level(it.statements, table.subset(set(it.statements)),
+                                            dict(depth))
+        return items
+
+    def block_fusion(self, items: list[Item], table: DependenceTable) -> list[Item]:
+        """Fuse adjacent kernels whose union keeps the block loops forall."""
+        out: list[Item] = []
+        for it in items:
+            prev = out[-1] if out else None
+            if (isinstance(it, Kernel) and isinstance(prev, Kernel) and it.block and prev.block
+                    and len(it.block) == len(prev.block)):
+                merged = [{**a, **b} for a, b in zip(prev.block, it.block)]
+                sub = table.subset(set(prev.statements) | set(it.statements))
+                if all(classify(sub, c) == LoopKind.FORALL for c in merged):
+                    out[-1] = Kernel(prev.statements + it.statements, merged,
+                                     why=prev.why + " (fused)" if "fused" not in prev.why
+                                     else prev.why)
+                    continue
+            out.append(it)
+        return out
+
+    # ---- Algorithm 2: thread level ---------------------------------------------------
+
+    def thread_level(self, stmts: list[str], table: DependenceTable, depth: dict[str, int]
+                     ) -> list[Item]:
+        items: list[Item] = []
+        for scc in strongly_connected(stmts, table.subset(set(stmts)).edges()):
+            items.append(self.thread_scc(scc, table.subset(set(scc)), depth))
+        return self.thread_fusion(items, table)
+
+    def thread_scc(self, scc: list[str], sub: DependenceTable, depth: dict[str, int]) -> Item:
+        par = [c for c in self.combos(scc, depth) if classify(sub, c) == LoopKind.FORALL]
+        par.sort(key=lambda c: (self.derivative(c),
+                                -sum(self.nests[s].loops.index(c[s]) for s in c)))
+        if par and self.coalescing(par[0]):
+            return ThreadGroup(scc, _disjoint(par, MAX_THREAD_DIMS),
+                               why="coalescing parallelism (most negative ∂mem_cost/∂t)")
+        loop = self.common_loop(scc, depth)
+        if loop is not None and classify(sub, loop) == LoopKind.SEQUENTIAL:
+            inner = self.thread_level(scc, sub.restrict(loop), {s: depth[s] + 1 for s in scc})
+            if _has_coalescing(inner, self) or (not par and _has_threads(inner)):
+                return StepLoop(scc, loop, inner)
+        if par:
+            return ThreadGroup(scc, _disjoint(par, MAX_THREAD_DIMS),
+                               why="parallel, not coalescing")
+        return ThreadGroup(scc, [], why="no parallel loop")
+
+    def thread_fusion(self, items: list[Item], table: DependenceTable) -> list[Item]:
+        """Greedy fusion of adjacent thread groups that keeps their thread loops
+        parallel (and coalescing)."""
+        out: list[Item] = []
+        for it in items:
+            prev = out[-1] if out else None
+            if isinstance(it, ThreadGroup) and isinstance(prev, ThreadGroup) \
+                    and len(it.dims) == len(prev.dims):
+                merged = [{**a, **b} for a, b in zip(prev.dims, it.dims)]
+                sub = table.subset(set(prev.statements) | set(it.statements))
+                if all(classify(sub, c) == LoopKind.FORALL for c in merged) and \
+                        (not merged or self.coalescing(merged[0]) or not self.coalescing(prev.dims[0])):
+                    out[-1] = ThreadGroup(prev.statements + it.statements, merged,
+                                          why=prev.why + " (fused)" if "fused" not in prev.why
+                                          else prev.why)
+                    continue
+            out.append(it)
+        return out
+
+
+def _disjoint(ranked: list[Combo], limit: int) -> list[Combo]:
+    """The first combos of ``ranked`` that use distinct loops in every statement."""
+    chosen: list[Combo] = []
+    for c in ranked:
+        if all(all(c[s][0] != d[s][0] for s in c) for d in chosen):
+            chosen.append(c)
+            if len(chosen) == limit:
+                break
+    return chosen
+
+
+def _has_threads(items: list[Item]) -> bool:
+    for it in items:
+        if isinstance(it, ThreadGroup) and it.dims:
+            return True
+        if isinstance(it, StepLoop) and _has_threads(it.body):
+            return True
+    return False
+
+
+def _has_coalescing(items: list[Item], planner: _Planner) -> bool:
+    for it in items:
+        if isinstance(it, ThreadGroup) and it.dims and planner.coalescing(it.dims[0]):
+            return True
+        if isinstance(it, StepLoop) and _has_coalescing(it.body, planner):
+            return True
+    return False
+
+
+# ---- legality (Lemma 1) ------------------------------------------------------------------
+
+#: one schedule dimension of a statement: ('c', value) or ('l', (iterator, direction)),
+#: with 'seq' or 'par'
+_Dim = tuple[str, object, str]
+
+
+def flat_schedules(plan: SuperPlan) -> dict[str, list[_Dim]]:
+    """Every statement's superposed schedule as a flat vector (2d+1 style):
+    host positions and loops, kernel id, block dims (par), thread-level positions and
+    step loops, thread dims z, y, x (par), then the source order within a thread."""
+    vec: dict[str, list[_Dim]] = {}
+
+    def walk(items: list[Item], prefix: dict[str, list[_Dim]]):
+        for pos, it in enumerate(items):
+            p = {s: prefix[s] + [("c", pos, "seq")] for s in it.statements}
+            if isinstance(it, StepLoop):
+                walk(it.body, {s: p[s] + [("l", it.loop[s], "seq")] for s in it.statements})
+            elif isinstance(it, Kernel):
+                q = {s: p[s] + [("l", b[s], "par") for b in it.block]
+                     + [("c", 0, "par")] * (MAX_BLOCK_DIMS - len(it.block))
+                     for s in it.statements}
+                walk(it.body, q)
+            else:
+                for s in it.statements:
+                    dims = [("l", d[s], "par") for d in reversed(it.dims)]
+                    dims = [("c", 0, "par")] * (MAX_THREAD_DIMS - len(dims)) + dims
+                    nest = plan.nests[s]
+                    orig: list[_Dim] = []
+                    for k, loop in enumerate(nest.loops):
+                        orig += [("c", nest.betas[k], "seq"), ("l", loop, "seq")]
+                    orig.append(("c", nest.betas[len(nest.loops)], "seq"))
+                    vec[s] = p[s] + dims + orig
+    walk(plan.items, {s: [] for s in plan.iterators})
+    width = max((len(v) for v in vec.values()), default=0)
+    for s in vec:
+        vec[s] = vec[s] + [("c", 0, "seq")] * (width - len(vec[s]))
+    return vec
+
+
+def _theta(scop: Scop, s: str, dims: list[_Dim]) -> isl.Map:
+    st = scop.statement(s)
+    sp = st.domain.get_space()
+    rng = isl.Space.set_alloc(sp.get_ctx(), 0, len(dims)).align_params(sp)
+    m = isl.Map.universe(isl.Space.map_from_domain_and_range(sp, rng)).intersect_domain(st.domain)
+    ls = isl.LocalSpace.from_space(m.get_space())
+    for k, (kind, v, _tag) in enumerate(dims):
+        c = isl.Constraint.equality_alloc(ls).set_coefficient_val(isl.dim_type.out, k, -1)
+        if kind == "c":
+            c = c.set_constant_val(v)
+        else:
+            c = c.set_coefficient_val(isl.dim_type.in_, v[0], v[1])
+        m = m.add_constraint(c)
+    return m
+
+
+def check_legality(scop: Scop, validity: isl.UnionMap, plan: SuperPlan) -> list[str]:
+    """Problems of the superposed schedule (empty when legal), checked with isl on
+    every dependence: a ``par`` dimension (block or thread) must have Δ = 0 on the
+    dependences the dimensions before it leave, a ``seq`` one Δ ≥ 0, and no
+    dependence may be left at the end (seed 003 Lemma 1)."""
+    vec = flat_schedules(plan)
+    thetas = {s: _theta(scop, s, v) for s, v in vec.items()}
+    problems = []
+    pairs: list[isl.Map] = []
+    validity.foreach_map(pairs.append)
+    for d in pairs:
+        s, t = d.get_tuple_name(isl.dim_type.in_), d.get_tuple_name(isl.dim_type.out)
+        if s not in thetas or t not in thetas:
+            problems.append(f"{s}→{t}: statement not scheduled")
+            continue
+        m = d.apply_domain(thetas[s]).apply_range(thetas[t])
+        ls = isl.LocalSpace.from_space(m.get_space())
+        for k, (_kind, _v, tag) in enumerate(vec[s]):
+            if m.is_empty():
+                break
+            lt = isl.Constraint.inequality_alloc(ls).set_coefficient_val(
+                isl.dim_type.in_, k, 1).set_coefficient_val(isl.dim_type.out, k, -1) \
+                .set_constant_val(-1)                         # in - out - 1 >= 0: Δ < 0
+            gt = isl.Constraint.inequality_alloc(ls).set_coefficient_val(
+                isl.dim_type.in_, k, -1).set_coefficient_val(isl.dim_type.out, k, 1) \
+                .set_constant_val(-1)
+            if not m.add_constraint(lt).is_empty():
+                problems.append(f"{s}→{t}: dimension {k} runs the dependence backwards")
+                break
+            if tag == "par" and not m.add_constraint(gt).is_empty():
+                problems.append(f"{s}→{t}: parallel dimension {k} carries a dependence")
+                break
+            eq = isl.Constraint.equality_alloc(ls).set_coefficient_val(
+                isl.dim_type.in_, k, 1).set_coefficient_val(isl.dim_type.out, k, -1)
+            m = m.add_constraint(eq)
+        else:
+            if not m.is_empty():
+                problems.append(f"{s}→{t}: dependent instances at the same schedule point")
+    return problems
+
+
+def plan_superposition(scop: Scop, validity: isl.UnionMap,
+                       strides: dict[str, tuple[int, ...]] | None = None) -> SuperPlan:
+    """Algorithms 3 and 2 of seed 003 on the Scop, then the isl legality check."""
+    pl = _Planner(scop, validity, strides)
+    items = pl.block_level(pl.order, pl.table, {s: 0 for s in pl.order})
+    plan = SuperPlan(items, pl.costs, pl.nests, {s.name: s.iterators for s in scop.statements})
+    plan.problems = check_legality(scop, validity, plan)
+    plan.legal = not plan.problems
+    return plan
