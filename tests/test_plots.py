@@ -206,13 +206,15 @@ SOR = """void sor(int n, double A[n]) {
 
 
 def test_localisation_of_1d_sor_is_seed_001_example_1():
-    """Seed 001 §5, Example 1: C(i) = {i-1, i, i+1}, ρ(x, i) = x - i + 1, drift -1."""
+    """Seed 001 §5, Example 1, from the localisation stage: C(i) = {i-1, i, i+1},
+    ρ(x, i) = x - i + 1, drift -1."""
     from polymagic.frontend import parse
-    C = E.access_window(parse(SOR), "A", "i")
-    loc = E.localisation(C, {"n": 10})
-    assert [s.t for s in loc.steps] == list(range(1, 9)) and loc.storage == 3
+    from polymagic.memory.localise import localise, time_prefix
+    scop = parse(SOR)
+    loc = E.localisation(localise(scop, time_prefix(scop, "i"), "A"), {"n": 10}, time="i")
+    assert [s.t for s in loc.steps] == [(i,) for i in range(1, 9)] and loc.storage == 3
     for s in loc.steps:
-        i = s.t
+        i = s.t[0]
         assert s.cached.ravel().tolist() == [i - 1, i, i + 1]
         assert s.rho == {(x,): x - i + 1 for x in (i - 1, i, i + 1)}
         assert s.move_out.ravel().tolist() == ([i - 1] if i < 8 else [7, 8, 9])
@@ -220,15 +222,17 @@ def test_localisation_of_1d_sor_is_seed_001_example_1():
         if i < 8:
             assert s.drift == {(i,): -1, (i + 1,): -1}
     assert loc.drifts() == {-1}
-    # the parametric sets, by isl
-    G = loc.sets["G"]
-    assert G.is_equal(isl.Map("[n] -> { [i] -> A[x] : 1 <= i <= n - 3 and i <= x <= i + 1 }"))
-    # a window of two steps keeps four elements
-    loc2 = E.localisation(E.access_window(parse(SOR), "A", "i", window=2), {"n": 10})
-    assert loc2.storage == 4
+    # a cached-set map alone gives the same steps; a window of two keeps four elements
+    C = isl.Map("[n] -> { [i] -> A[x] : 1 <= i <= n - 2 and i - 1 <= x <= i + 1 }")
+    alone = E.localisation(C, {"n": 10})
+    assert [s.rho for s in alone.steps] == [s.rho for s in loc.steps]
+    loc2 = E.localisation(localise(scop, time_prefix(scop, "i"), "A", window=2), {"n": 10})
+    assert loc2.storage == 4 and loc2.window == 2
     fig = P.localisation(loc)
     assert P.to_png(fig, dpi=30).startswith(PNG)
     assert "constant drift -1" in fig._suptitle.get_text()
+    fig = P.localisation_of(SOR, sizes={"n": 8})
+    assert "along i" in fig._suptitle.get_text()
 
 
 def test_scattering_functions_of_gemm():

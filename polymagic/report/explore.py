@@ -602,50 +602,12 @@ def transfer_plan(compiled, arrays: Mapping[str, np.ndarray], sizes: Mapping[str
 
 # ---- seed 001 §4: the cached set C(t) and its movement ------------------------------
 
-def access_window(scop, array: str, time: str, window: int = 1) -> isl.Map:
-    """Seed 001 §4.2 (localisation based on access instances): ``{ [t] -> A[x] }``,
-    the elements of ``array`` accessed at time ``t`` of the loop ``time`` and the
-    ``window - 1`` following steps, ``C(t) = ∪_j ∪_{τ<w} C_j(t + τ)``, over every
-    statement inside a loop named ``time`` (with the size parameters)."""
-    if window < 1:
-        raise ValueError("the localisation window must be at least 1")
-    out = None
-    for st in scop.statements:
-        if time not in st.iterators:
-            continue
-        pos = st.iterators.index(time)
-        its = ", ".join(st.iterators)
-        to_t = isl.Map(f"{{ {st.name}[{its}] -> [{st.iterators[pos]}] }}")
-        to_t = to_t.align_params(st.domain.get_space()).intersect_domain(st.domain)
-        for acc in st.accesses:
-            if acc.array != array:
-                continue
-            rel = acc.relation.intersect_domain(st.domain)
-            c = to_t.reverse().apply_range(rel)          # { [t] -> A[x] }
-            out = c if out is None else out.union(c)
-    if out is None:
-        raise KeyError(f"no statement inside a loop {time!r} accesses {array!r}")
-    if window > 1:
-        win = isl.Map(f"{{ [t] -> [u] : t <= u < t + {int(window)} }}")
-        out = win.apply_range(out)
-    return out.coalesce()
-
-
-def localisation_sets(C: isl.Map) -> dict[str, isl.Map]:
-    """Seed 001 §4.2 from ``C = { [t] -> A[x] }``: ``I(t) = C(t) - C(t-1)`` (move in),
-    ``O(t) = C(t) - C(t+1)`` (move out), ``G(t) = C(t) ∩ C(t+1)`` (kept, reorganised
-    between t and t+1); each as a map from t, computed by isl."""
-    prev = isl.Map("{ [t] -> [t - 1] }").apply_range(C)
-    nxt = isl.Map("{ [t] -> [t + 1] }").apply_range(C)
-    return {"C": C, "I": C.subtract(prev).coalesce(), "O": C.subtract(nxt).coalesce(),
-            "G": C.intersect(nxt).coalesce()}
-
-
 @dataclass
 class LocalisationStep:
-    """One time step: C(t), I(t), O(t), G(t) as element rows (lexicographic), the
-    compact placement ρ(x, t) and the drift δ(x, t) of the kept elements."""
-    t: int
+    """One step p = (outer..., t): C(p), I(p), O(p), G(p) as element rows
+    (lexicographic), the compact placement ρ(x, p) and the drift δ(x, p) of the
+    kept elements."""
+    t: tuple[int, ...]
     cached: np.ndarray
     move_in: np.ndarray
     move_out: np.ndarray
@@ -655,55 +617,67 @@ class LocalisationStep:
 
 
 @dataclass
-class Localisation:
+class LocalisationView:
+    """The steps of seed 001 §4's sets at picture sizes."""
     array: str
     time: str
     window: int
     sizes: dict
     steps: list[LocalisationStep]
-    sets: dict                      # 'C', 'I', 'O', 'G': parametric isl maps
 
     @property
     def storage(self) -> int:
-        """Local storage needed: max_t |C(t)| over the steps shown."""
+        """Local storage the steps shown need: max |C(p)|."""
         return max((len(s.cached) for s in self.steps), default=0)
 
     def drifts(self) -> set[int]:
         return {d for s in self.steps for d in s.drift.values()}
 
 
-def _rows_at(m: isl.Map, t: int) -> np.ndarray:
-    img = m.intersect_domain(isl.Set(f"{{ [{int(t)}] }}")).range()
-    return points(img)
+def _rows_at(m: isl.Map, p: tuple[int, ...]) -> np.ndarray:
+    pt = isl.Set("{ [" + ", ".join(str(int(v)) for v in p) + "] }")
+    return points(m.intersect_domain(pt).range())
 
 
-def localisation(C: isl.Map, sizes: Mapping | None = None, times: Sequence[int] | None = None,
-                 array: str = "", time: str = "t", window: int = 1,
-                 max_steps: int = 12) -> Localisation:
-    """C(t), I(t), O(t), G(t), ρ and the drift (seed 001 §4.1-4.4) at the given sizes
-    (parameters of ``C``), for ``times`` (default: the first ``max_steps`` values of
-    t).  ρ(x, t) is the lexicographic rank of x in C(t) (§4.1); the drift of
-    x ∈ G(t) is ρ(x, t+1) - ρ(x, t) (Definition 4)."""
-    sizes = dict(sizes or {})
-    names = [C.get_dim_name(isl.dim_type.param, i) for i in range(C.dim(isl.dim_type.param))]
-    fixed = fix_params(C, {k: int(sizes.get(k, PICTURE_CAP)) for k in names})
-    array = array or (fixed.get_tuple_name(isl.dim_type.out) or "")
-    sets = localisation_sets(fixed)
+def localisation(sets, sizes: Mapping | None = None, times: Sequence[Sequence[int]] | None = None,
+                 array: str = "", time: str = "t", window: int | None = None,
+                 max_steps: int = 12) -> LocalisationView:
+    """Enumerate seed 001 §4's sets at the given sizes for the pictures.
+
+    ``sets``: the localisation stage's result (:class:`polymagic.memory.localise.
+    Localisation`: its C, I, O and G maps ``{ [p] -> A[x] }``), or a cached-set map
+    C alone (I, O, G then come from :func:`polymagic.memory.localise.access_sets`).
+    Steps: ``times`` (prefix points), default the first ``max_steps`` prefixes.
+    ρ(x, p) is x's lexicographic rank in C(p) (§4.1); the drift of x ∈ G(p) is
+    ρ(x, p+1) − ρ(x, p) (Definition 4), p+1 stepping the last (time) dimension."""
+    from ..memory.localise import access_sets
+    if isinstance(sets, isl.Map):
+        c, i, o, g = access_sets(sets, 1)
+        window = window or 1
+    else:
+        c, i, o, g = sets.cached, sets.move_in, sets.move_out, sets.kept
+        window = window or sets.window
+        array = array or sets.array
+    names = [c.get_dim_name(isl.dim_type.param, k) for k in range(c.dim(isl.dim_type.param))]
+    vals = {k: int((sizes or {}).get(k, PICTURE_CAP)) for k in names}
+    c, i, o, g = (fix_params(m, vals) for m in (c, i, o, g))
+    array = array or (c.get_tuple_name(isl.dim_type.out) or "")
     if times is None:
-        ts = points(fixed.domain())
-        times = [int(v) for v in ts[:max_steps, 0]] if len(ts) else []
+        ts = points(c.domain())
+        times = [tuple(int(v) for v in r) for r in ts[:max_steps]]
     steps = []
-    for t in times:
-        cached = _rows_at(sets["C"], t)
-        nxt = {tuple(int(v) for v in r): k for k, r in enumerate(_rows_at(sets["C"], t + 1))}
+    for p in times:
+        p = tuple(int(v) for v in p)
+        cached = _rows_at(c, p)
+        nxt = {tuple(int(v) for v in r): k
+               for k, r in enumerate(_rows_at(c, p[:-1] + (p[-1] + 1,)))}
         rho = {tuple(int(v) for v in r): k for k, r in enumerate(cached)}
-        kept = _rows_at(sets["G"], t)
-        drift = {tuple(int(v) for v in r): nxt[tuple(int(v) for v in r)] -
-                 rho[tuple(int(v) for v in r)] for r in kept}
-        steps.append(LocalisationStep(t, cached, _rows_at(sets["I"], t),
-                                      _rows_at(sets["O"], t), kept, rho, drift))
-    return Localisation(array, time, window, {k: int(sizes.get(k, PICTURE_CAP)) for k in names},
-                        steps, localisation_sets(C))
+        kept = _rows_at(g, p)
+        drift = {x: nxt[x] - rho[x] for x in (tuple(int(v) for v in r) for r in kept)
+                 if x in nxt and x in rho}
+        steps.append(LocalisationStep(p, cached, _rows_at(i, p), _rows_at(o, p), kept, rho,
+                                      drift))
+    return LocalisationView(array, time, window, vals, steps)
 
 
 def scattering_functions(info: MappingInfo, kernel: str | None = None) -> tuple[str, str]:
@@ -840,5 +814,4 @@ __all__ = ["KernelInfo", "MappingInfo", "mapping_of", "picture_sizes", "iteratio
            "BufferBox", "mapping_text", "memory_text", "memory_rows", "run_variants",
            "shared_variants", "transfer_plan", "effective_options", "fix_params", "points",
            "program_data_spaces", "schedule_text", "ArrayDataSpaces", "PartitionView", "RefSpace",
-           "access_window", "localisation_sets", "localisation", "Localisation",
-           "LocalisationStep", "scattering_functions"]
+           "localisation", "LocalisationView", "LocalisationStep", "scattering_functions"]

@@ -510,7 +510,7 @@ def localisation(loc) -> Figure:
                                         ec=_GREEN, lw=1.8))
             if small:
                 ax1.text(col[x], r, str(p), ha="center", va="center", fontsize=7)
-    ax1.set_yticks(range(len(steps)), [f"{loc.time}={s.t}" for s in steps], fontsize=7)
+    ax1.set_yticks(range(len(steps)), [_step(loc, s) for s in steps], fontsize=7)
     every = max(1, len(elems) // 16)
     ax1.set_xticks(range(0, len(elems), every),
                    [",".join(map(str, elems[k])) for k in range(0, len(elems), every)],
@@ -540,36 +540,52 @@ def localisation(loc) -> Figure:
     for k in range(width + 1):
         ax2.axvline(k - 0.5, color="white", lw=1)
     ax2.set_xticks(range(width))
-    ax2.set_yticks(range(len(steps)), [f"{loc.time}={s.t}" for s in steps], fontsize=7)
+    ax2.set_yticks(range(len(steps)), [_step(loc, s) for s in steps], fontsize=7)
     ax2.set_xlabel("local storage L[ρ]")
     ax2.set_title("L over t: arrows are the drift δ(x, t) = ρ(x, t+1) − ρ(x, t)",
                   fontsize=8.5)
     return fig
 
 
+def _step(loc, s) -> str:
+    outer = ",".join(map(str, s.t[:-1]))
+    return (f"({outer}) " if outer else "") + f"{loc.time}={s.t[-1]}"
+
+
 def localisation_of(program, array: str | None = None, time: str | None = None,
                     window: int = 1, sizes: Mapping | None = None, max_steps: int = 10
                     ) -> Figure:
-    """:func:`localisation` for a function (C source, Scop or Compiled): the cached
-    sets of ``array`` (default: the first array written) along the loop ``time``
-    (default: the outermost loop of the deepest statement), seed 001 §4.2."""
+    """:func:`localisation` for a function (C source, Scop or Compiled), from the
+    localisation stage (:func:`polymagic.memory.localise.localise` along the loop
+    ``time``, default the first loop of the deepest statement that has one prefix
+    for every statement inside it) for ``array``
+    (default: the first array written inside it), at picture sizes."""
+    from ..memory.localise import localise, time_prefix
     scop = getattr(program, "scop", program)
     if isinstance(scop, str):
         from ..frontend import parse
         scop = parse(scop)
-    if time is None:
-        st = max(scop.statements, key=lambda s: len(s.iterators))
-        if not st.iterators:
+    if time is None:          # the first loop (deepest statement first) with one prefix
+        loops = [lp for st in sorted(scop.statements, key=lambda s: -len(s.iterators))
+                 for lp in st.iterators]
+        for lp in dict.fromkeys(loops):
+            try:
+                prefix = time_prefix(scop, lp)
+            except ValueError:
+                continue
+            time = lp
+            break
+        else:
             raise KeyError(f"{scop.name} has no loop to localise along")
-        time = st.iterators[0]
+    else:
+        prefix = time_prefix(scop, time)
     if array is None:
         inside = [a for st in scop.statements if time in st.iterators for a in st.accesses]
         written = [a.array for a in inside if a.is_write]
         array = (written or [a.array for a in inside])[0]
-    C = E.access_window(scop, array, time, window)
+    loc = localise(scop, prefix, array, window)
     sz = E.picture_sizes(scop, sizes, cap=12)
-    loc = E.localisation(C, sz, array=array, time=time, window=window, max_steps=max_steps)
-    return localisation(loc)
+    return localisation(E.localisation(loc, sz, array=array, time=time, max_steps=max_steps))
 
 
 # ---- autotuning --------------------------------------------------------------------
