@@ -222,6 +222,35 @@ def test_illegal_plan_falls_back_with_a_note(monkeypatch):
     assert run(c, opts).ok
 
 
+# ---- coalescing measured by the emulator (seed 003 §6.3) -------------------------------
+
+COPY_T = """
+void copyt(int N, int M, float A[N][M], float B[N][M]) {
+  for (int j = 0; j < M; j++)
+    for (int i = 0; i < N; i++)
+      B[i][j] = A[i][j];
+}
+"""
+
+
+@pytest.mark.parametrize("src, sizes", [
+    (COPY_T, {"N": 64, "M": 64}),
+    ("jacobi-2d-alt", {"tsteps": 2, "n": 64}),
+])
+def test_superposition_lowers_transactions_per_request(src, sizes):
+    from polymagic.report.fmt import transactions
+    src = _src(src) if "(" not in src else src
+    per = {}
+    for mode in ("single", "superposition"):
+        opts = Options(sizes=sizes, target="emulator", mapping=mode)
+        c = compile_source(src, opts)
+        assert c.schedule.use_superposition == (mode == "superposition")
+        r = run(c, opts)
+        assert r.ok, r.message
+        per[mode] = transactions(r.counters)["transactions_per_request"]
+    assert per["superposition"] <= 4.5 < 16 <= per["single"], per
+
+
 # ---- every example, both mappings -------------------------------------------------------
 
 KERNELS = {
