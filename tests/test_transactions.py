@@ -214,3 +214,12 @@ def test_tiled_launches_are_counted_too():
     assert r.transfers["mode"] == "tiled" and r.transfers["tiles"] > 1
     tx = _kernel_tx(r)
     assert (tx["load_requests"], tx["load_sectors"]) == (128, 512)
+
+
+def test_per_kernel_summary_in_the_report():
+    from polymagic.report.text import to_text
+    c, r = _run((EXAMPLES / "jacobi-2d.c").read_text(), {"n": 40, "tsteps": 2})
+    tx = transactions(r.counters)
+    assert set(tx["per_kernel"]) == {"kernel0", "kernel1"}
+    assert sum(v["transactions"] for v in tx["per_kernel"].values()) == tx["transactions"]
+    assert "per request by kernel: kernel0 " in to_text(r, c)

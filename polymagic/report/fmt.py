@@ -116,18 +116,24 @@ def transactions(counters: dict | None) -> dict | None:
     ``transactions``: 32-byte sectors of all global loads and stores (what nvprof
     calls gld/gst transactions); ``requests``: warp-wide executions of an access
     site; ``transactions_per_request`` and its load/store parts; ``lines``:
-    128-byte lines.  Fully coalesced: 4 sectors per request for 4-byte elements
+    128-byte lines; ``per_kernel``: the same for each kernel.  Fully coalesced: 4 sectors per request for 4-byte elements
     (32 × 4 B = 128 B), 8 for 8-byte ones; 32 when each thread hits its own sector."""
     per = (counters or {}).get("transactions")
     if per is None:
         return None
-    t = {f: sum(int(c.get(f, 0)) for c in per.values()) for f in _TX}
+    out = _tx_summary({f: sum(int(c.get(f, 0)) for c in per.values()) for f in _TX})
+    out["per_kernel"] = {k: _tx_summary({f: int(c.get(f, 0)) for f in _TX})
+                         for k, c in per.items()}
+    return out
+
+
+def _tx_summary(t: dict) -> dict:
+    """Requests, sectors, lines and per-request ratios of one set of counts."""
+    def ratio(a, b):
+        return a / b if b else None
     req = t["load_requests"] + t["store_requests"]
     out = {"transactions": t["load_sectors"] + t["store_sectors"], "requests": req,
            "lines": t["load_lines"] + t["store_lines"], **t}
-
-    def ratio(a, b):
-        return a / b if b else None
     out["transactions_per_request"] = ratio(out["transactions"], req)
     out["load_transactions_per_request"] = ratio(t["load_sectors"], t["load_requests"])
     out["store_transactions_per_request"] = ratio(t["store_sectors"], t["store_requests"])
@@ -149,4 +155,7 @@ def memory_line(report) -> str | None:
                  f"warp requests: {r(tx['transactions_per_request'])} per request (loads "
                  f"{r(tx['load_transactions_per_request'])}, stores "
                  f"{r(tx['store_transactions_per_request'])}), {tx['lines']:,} lines of 128 B")
+        if len(tx["per_kernel"]) > 1:
+            text += "; per request by kernel: " + ", ".join(
+                f"{k} {r(v['transactions_per_request'])}" for k, v in tx["per_kernel"].items())
     return text
