@@ -101,9 +101,10 @@ def test_coalesced_copy(ctype, itemsize):
 
 
 def test_transposed_access_takes_one_sector_per_thread():
-    """Thread x on the row index: 32 rows of 64 floats (256 B apart) per request:
-    32 sectors and 32 lines."""
-    c, r = _run(COPY_T, {"N": 64, "M": 64}, mapping="single")   # superposition picks j
+    """Thread x on the row index (the single-schedule mapping puts the innermost
+    loop there): 32 rows of 64 floats (256 B apart) per request: 32 sectors and 32
+    lines."""
+    c, r = _run(COPY_T, {"N": 64, "M": 64}, mapping="single")
     assert "i→block.x/thread.x" in c.summary
     tx = _kernel_tx(r)
     assert tx["load_sectors"] == tx["load_lines"] == 32 * tx["load_requests"] == 32 * 128
@@ -111,6 +112,16 @@ def test_transposed_access_takes_one_sector_per_thread():
     assert _expected(r.transfers["per_array"]["A"]["layout"], 4, _rows(64, 64, True)) == \
         (128, 32 * 128, 32 * 128)
     assert transactions(r.counters)["transactions_per_request"] == 32
+
+
+def test_superposition_coalesces_the_transposed_loop_order():
+    """Seed 003 §5.2: the DL model sends j (the contiguous index) to thread x even
+    though it is the outer loop: 32 -> 4 sectors per request."""
+    c, r = _run(COPY_T, {"N": 64, "M": 64}, mapping="superposition")
+    assert "j→thread.x" in c.summary
+    tx = _kernel_tx(r)
+    assert (tx["load_requests"], tx["load_sectors"], tx["load_lines"]) == (128, 512, 128)
+    assert transactions(r.counters)["transactions_per_request"] == 4
 
 
 def test_transposed_numpy_view_changes_the_count():
