@@ -124,6 +124,8 @@ class _Lowerer:
         if name.startswith("pm_sync"):
             return kir.Barrier(int(name[len("pm_sync"):]))
         iters = _iterator_map(build, name)
+        if name in self.mapping.local_copies:
+            return self.local_copy(name, args, build, iters)
         if name in self.mapping.copies:
             return self.copy(name, args, build, iters)
         stmt = self.scop.statement(name)
@@ -150,6 +152,24 @@ class _Lowerer:
             return kir.Compute(name, Assign(sh, "=", glob))
         return kir.Compute(name, Assign(glob, "=", sh))
 
+    def local_copy(self, name: str, args: list[Expr], build: isl.AstBuild,
+                   iters: isl.PwMultiAff | None) -> kir.Compute:
+        """Seed 001 moves: ``L[ρ(x, p)] = A[x]`` (in), ``A[x] = L[ρ(x, p)]`` (out),
+        ``L[ρ(x, p + 1)] = L[ρ(x, p)]`` (in-situ reorganisation)."""
+        kind, lb = self.mapping.local_copies[name]
+        na = lb.loc.cached.dim(isl.dim_type.out)
+        n_p = len(args) - na
+        here = _build_index(build, iters, lb.copy_index(name, n_p)) if iters is not None else None
+        if here is None:
+            raise PolymagicError(f"internal: cannot print the subscripts of {name}")
+        self.used_buffers.setdefault(lb.name, lb)
+        loc = Access(lb.name, lb.row() + here)
+        if kind == "move":
+            nxt = _build_index(build, iters, lb.copy_index(name, n_p, next_step=True))
+            return kir.Compute(name, Assign(Access(lb.name, lb.row() + nxt), "=", loc))
+        glob = Access(lb.array, tuple(args[n_p:]))
+        return kir.Compute(name, Assign(loc, "=", glob) if kind == "in" else Assign(glob, "=", loc))
+
     def lowered_body(self, stmt, build: isl.AstBuild, iters: isl.PwMultiAff | None) -> Assign:
         """The statement with every subscript printed by isl at this point of the AST;
         buffered references become ``F'(y) - g`` (seed 000 §3.1.2), ``g`` the
@@ -159,12 +179,26 @@ class _Lowerer:
         if len(order) != len(stmt.accesses):
             raise PolymagicError(f"internal: access count mismatch in {stmt.name}")
         repl = {}
+        local = {r: lb for _kind, lb in self.mapping.local_copies.values() for r in lb.refs
+                 if r[0] == stmt.name}
         for k, acc in enumerate(order):
+            if (stmt.name, k) in local:
+                repl[k] = self.local_access(stmt, k, local[(stmt.name, k)], build, iters)
+                continue
             buf = refs.get((stmt.name, k))
             if buf is not None:
                 self.used_buffers.setdefault(buf.name, buf)
             repl[k] = self.access_lowerer(stmt, k, acc, buf, build, iters)
         return _rewrite_accesses(stmt.body, repl)
+
+    def local_access(self, stmt, k: int, lb, build: isl.AstBuild,
+                     iters: isl.PwMultiAff | None):
+        """A served access ``A[f(i)]`` -> ``L[ρ(f(i), p(i))]`` (seed 001 §4.2)."""
+        index = _build_index(build, iters, lb.access_index(stmt, k)) if iters is not None else None
+        if index is None:
+            raise PolymagicError(f"internal: cannot print the localised subscript in {stmt.name}")
+        self.used_buffers.setdefault(lb.name, lb)
+        return lambda _a: Access(lb.name, lb.row() + index)
 
     def access_lowerer(self, stmt, k: int, acc: Access, buf: BufferPlan | None,
                        build: isl.AstBuild, iters: isl.PwMultiAff | None):

@@ -68,6 +68,7 @@ class KernelPlan:
     memory: KernelMemory | None = None
     threads: tuple[int, int, int] | None = None   # block dims when not those of members
     text: str = ""                                 # summary when not derived from members
+    local: "object | None" = None        # memory.localcode.LocalPlan (--localise, seed 001)
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -83,6 +84,7 @@ class MappingResult:
     plans: dict[str, KernelPlan]
     host_loops: list[str]
     copies: dict[str, tuple[str, BufferPlan]] = field(default_factory=dict)
+    local_copies: dict = field(default_factory=dict)   # seed 001 moves: stmt -> (kind, LocalBuffer)
 
 
 # ---- schedule tree transformation ---------------------------------------------------
@@ -151,6 +153,7 @@ class _Mapper:
         self.plans: dict[str, KernelPlan] = {}
         self.host_loops: list[str] = []
         self.namer = CopyNamer()
+        self.local_copies: dict = {}
 
     def new_name(self) -> str:
         return f"{MARK_PREFIX}{len(self.plans)}"
@@ -185,7 +188,20 @@ class _Mapper:
             mupa = node.band_get_partial_schedule()
             seq = [_member_text(mupa, i) for i in range(node.band_n_member())]
         self.plans[name] = KernelPlan(name, [], seq, _statements(node))
+        node = self.localise(node, self.plans[name])
         return node.insert_mark(isl.Id(name))
+
+    def localise(self, node: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
+        """``--localise LOOP[:w]`` (seed 001): keep what a sequential loop of this
+        kernel reuses in L (see :mod:`.memory.localcode`); ``node`` keeps its place."""
+        if self.options.localise is None:
+            return node
+        from .memory.localcode import localise_kernel
+        buffered = {r for b in (plan.memory.buffers if plan.memory else []) for r in b.refs}
+        node, plan.local = localise_kernel(self.scop, node, plan.name[3:], plan.block,
+                                           self.options, buffered, self.local_copies,
+                                           _member_text)
+        return node
 
     def tile_sizes(self, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Tile sizes (outermost member first) and threads per member (outermost first)."""
@@ -261,6 +277,7 @@ class _Mapper:
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(_id_bounds(thread_ctx)))
+        inner = self.localise(inner, plan)
         node = self.add_copies(inner, plan, s > 0)
         node = node.ancestor(node.get_tree_depth() - depth)
         node = node.insert_filter(block_filt.intersect_params(_id_bounds(block_ctx)))
@@ -533,7 +550,7 @@ def map_schedule(scop: Scop, sched: ScheduleResult, options: Options) -> Mapping
     root = sched.schedule.align_params(_mapped_param_space(scop)).get_root()
     node = mapper.visit(root.child(0)) if root.n_children() else root
     return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops,
-                         mapper.namer.copies)
+                         mapper.namer.copies, mapper.local_copies)
 
 
 def _mapped_param_space(scop: Scop) -> isl.Space:
@@ -576,4 +593,8 @@ def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
     if options.mapping == "superposition" and getattr(sched, "use_superposition", False) \
             and options.shared != "none":
         notes.append("superposition: shared-memory buffers are not planned for its kernels yet")
+    notes += [d for plan in mapping.plans.values() if plan.local for d in plan.local.decisions]
+    if options.localise is not None and not any(p.local for p in mapping.plans.values()):
+        notes.append(f"--localise {options.localise[0]}: no kernel runs a sequential loop "
+                     f"'{options.localise[0]}' inside its threads; nothing was localised")
     return program, summary, search_notes + notes + fallback

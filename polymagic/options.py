@@ -38,6 +38,9 @@ class Options:
     delta: float = 0.3                            # constant-reuse threshold of seed 000 Alg. 1
     tile_levels: tuple[tuple[int, ...], ...] = () # --tile 64,64:16,16 -> block tile, sub-tile, ...
     tile_auto: bool = False                       # --tile auto: seed 000 §4.3 search
+    # localisation along a sequential loop (seed 001)
+    localise: tuple[str, int] | None = None       # --localise LOOP[:w]; None: off
+    reorg: str = "auto"                           # auto | move | modulo (seed 001 §4.4)
     # host<->device transfers and Python input (seed 002)
     device_mem: int | None = None                 # bytes of device memory kernels may use
     python: bool = False                          # the cell holds a Python function
@@ -51,6 +54,7 @@ class Options:
         """What the generated code depends on (for compile caches)."""
         return (self.tile, self.block, self.mapping, self.shared, self.shared_mem, self.registers,
                 self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
+                self.localise, self.reorg,
                 tuple(sorted(self.sizes.items())) if self.tile_auto else None)
 
     def with_(self, **kw) -> "Options":
@@ -142,6 +146,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-registers", dest="registers", action="store_false")
     p.add_argument("--delta", type=float, default=0.3,
                    help="constant-reuse threshold (seed 000 Algorithm 1)")
+    p.add_argument("--localise", metavar="LOOP[:w]",
+                   help="keep what the sequential loop LOOP reuses in shared memory, with a "
+                        "window of w steps (seed 001)")
+    p.add_argument("--no-localise", dest="localise", action="store_const", const=None)
+    p.add_argument("--reorg", default="auto", choices=("auto", "move", "modulo"),
+                   help="localised data between steps: in-situ moves or modulo addressing")
     p.add_argument("--device-mem", metavar="512MB", help="device memory the kernels may use")
     p.add_argument("--python", action="store_true", help="the cell holds a Python function")
     p.add_argument("--explore", action="store_true", help="show widgets to explore the mapping")
@@ -191,7 +201,8 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
     if not ns.autotune_budget > 0:
         raise OptionsError(f"--autotune-budget must be a positive number of seconds, got "
                            f"{ns.autotune_budget}")
-    return Options(sizes=parse_sizes(ns.size), inputs=ns.inputs, seed=ns.seed,
+    return Options(localise=_localise(ns.localise), reorg=ns.reorg,
+                   sizes=parse_sizes(ns.size), inputs=ns.inputs, seed=ns.seed,
                    target=ns.target, tile=levels[0] if levels else None, tile_levels=levels,
                    tile_auto=tile_auto,
                    shared=ns.shared, shared_mem=parse_bytes(ns.shared_mem, "--shared-mem"),
@@ -202,6 +213,23 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
                    autotune_budget=ns.autotune_budget,
                    block=block, mapping=ns.mapping, check=ns.check, show=tuple(show), json=ns.json,
                    emu_order=ns.emu_order, quiet=ns.quiet)
+
+
+def _localise(text: str | None) -> tuple[str, int] | None:
+    """``LOOP`` or ``LOOP:w`` -> (LOOP, w)."""
+    if text is None:
+        return None
+    loop, _, w = text.partition(":")
+    if not loop.strip().isidentifier():
+        raise OptionsError(f"--localise takes a loop iterator name, optionally with a "
+                           f"window (t or t:2), got {text!r}")
+    try:
+        window = int(w) if w else 1
+    except ValueError:
+        window = 0
+    if window < 1:
+        raise OptionsError(f"--localise {text}: the window must be a positive integer")
+    return loop.strip(), window
 
 
 def parse_options(args: str | list[str]) -> Options:

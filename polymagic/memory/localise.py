@@ -451,3 +451,22 @@ def live_move_out(loc: Localisation, scop: Scop, prefix: isl.UnionMap) -> isl.Ma
     held = qp_x.subtract(moved)                      # [q -> p] -> x, resident since q
     px = held.apply_domain(later.range_map())        # p -> x
     return loc.move_out.intersect(px).coalesce()
+
+
+def traffic_change(scop: Scop, prefix: isl.UnionMap, loc: Localisation,
+                   sizes: dict[str, int]) -> tuple[int, int]:
+    """The analytic model: (Δ global loads, Δ global stores) of localising ``loc``
+    at the given sizes.  Every served access instance leaves global memory; the
+    move-ins ``Σ_p |I(p)|`` and the live move-outs ``Σ_p |O_live(p)|`` are added."""
+    dom = prefix.domain()
+    loads = stores = 0
+    for stmt, k in loc.refs:
+        s = scop.statement(stmt)
+        n = total(dom.extract_set(s.domain.get_space()), sizes)
+        if s.accesses[k].is_write:
+            stores -= n
+        else:
+            loads -= n
+    loads += total(loc.move_in, sizes)
+    stores += total(live_move_out(loc, scop, prefix), sizes)
+    return loads, stores

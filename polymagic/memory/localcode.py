@@ -1,0 +1,292 @@
+"""Code for a localised sequential loop inside a kernel (seed 001 §4.2, §4.4, §4.5).
+
+:mod:`.localise` computes the sets; this module puts them in the mapped schedule
+tree.  For the loop ``t`` chosen with ``--localise LOOP[:w]`` (a sequential band
+member that runs inside each thread: the ``k`` loop of gemm, the loop of a
+one-thread kernel) the band is split after ``t`` and its child ``X`` is surrounded,
+as in seed 001 Fig. 3, by
+
+    move-in  (x ∈ I(p)):  L[ρ(x, p)] = A[x]
+    X        with every served access A[f(i)] rewritten to L[ρ(f(i), p)]
+    move-out (x ∈ O(p), live values only, §4.3):  A[x] = L[ρ(x, p)]
+    reorganisation (§4.4, ``--reorg move``): L[ρ(x, p+1)] = L[ρ(x, p)], one ascending
+        pass over the elements with negative drift, one descending pass over those
+        with positive drift, in place
+
+or, with modulo addressing (the default when the drift δ is constant), no moves
+at all: every subscript is ``(ρ(x, p) − δ·t) mod s``, which keeps each element in
+its slot from one step to the next.
+
+The copies are isl extension nodes (statements ``pm_lin_<L>``, ``pm_lout_<L>``,
+``pm_lmv{dn,up}_<L>``) scanned by isl's AST generator; the subscripts are piecewise
+affine, so isl's build prints them and splits the domains by ρ's pieces (§4.5).
+``L`` is private to a thread: a ``__shared__`` array with one row per thread of the
+block (no barriers are needed); a one-thread kernel has a single row.  Arrays with
+no reuse along ``t`` (``G`` empty) stay in global memory: serving them from L would
+only add moves.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import islpy as isl
+import numpy as np
+
+from .. import kir
+from ..expr import Binary, Expr, Int, Var
+from ..scop import DTYPES, Scop
+from .localise import LocaliseError, Localisation, live_move_out, localise
+
+#: shared memory a block's localised buffers may use
+LOCAL_LIMIT = 48 * 1024
+
+
+@dataclass
+class LocalBuffer:
+    """A localised array ``L`` of one kernel (one row per thread of the block)."""
+    name: str
+    array: str
+    ctype: str
+    extents: tuple[int, ...]          # (threads, *L's extents) or L's extents alone
+    loc: Localisation
+    prefix: isl.UnionMap              # statement instances -> p (down to t)
+    index: list[isl.PwAff]            # L's subscripts on { [[p] -> A[x]] } (modulo applied)
+    rows: int                         # threads sharing the declaration (one row each)
+    block: tuple[int, int, int]
+    refs: list[tuple[str, int]] = field(default_factory=list)
+    moves: int = 0                    # passes of the in-situ reorganisation
+
+    @property
+    def nbytes(self) -> int:
+        n = 1
+        for e in self.extents:
+            n *= e
+        return n * np.dtype(DTYPES[self.ctype]).itemsize
+
+    def row(self) -> tuple[Expr, ...]:
+        """The thread's row: ``tx + Bx * (ty + By * tz)`` (nothing for one thread)."""
+        if self.rows == 1:
+            return ()
+        bx, by, _ = self.block
+        e: Expr = Var(kir.THREAD_IDS["x"])
+        if by > 1 or self.block[2] > 1:
+            e = Binary("+", e, Binary("*", Int(bx), Var(kir.THREAD_IDS["y"])))
+        if self.block[2] > 1:
+            e = Binary("+", e, Binary("*", Int(bx * by), Var(kir.THREAD_IDS["z"])))
+        return (e,)
+
+    def access_index(self, stmt, k: int) -> list[isl.PwAff]:
+        """``ρ(f(i), p(i))`` on the statement's space for its ``k``-th access."""
+        maps: list[isl.Map] = []
+        self.prefix.foreach_map(
+            lambda m: maps.append(m) if m.get_tuple_name(isl.dim_type.in_) == stmt.name else None)
+        acc = stmt.accesses[k].relation.intersect_domain(maps[0].domain())
+        both = maps[0].align_params(acc.get_space()).range_product(
+            acc.align_params(maps[0].get_space()))
+        pma = isl.PwMultiAff.from_map(both)
+        out = []
+        for ix in self.index:
+            pma_a = pma.align_params(ix.get_space())
+            out.append(ix.align_params(pma_a.get_space()).pullback_pw_multi_aff(pma_a))
+        return out
+
+    def copy_index(self, stmt: str, n_prefix: int, next_step: bool = False) -> list[isl.PwAff]:
+        """L's subscripts on a copy statement ``stmt[p..., x...]`` (at ``p + 1`` for
+        the target of a reorganisation move)."""
+        na = self.loc.cached.dim(isl.dim_type.out)
+        ps = [f"p{i}" for i in range(n_prefix)]
+        xs = [f"a{i}" for i in range(na)]
+        params = self.index[0].get_space().params()
+        pn = ", ".join(params.get_var_names(isl.dim_type.param))
+        q = list(ps)
+        if next_step:
+            q[-1] = f"{q[-1]} + 1"
+        ma = isl.MultiAff(f"[{pn}] -> {{ {stmt}[{', '.join(ps + xs)}] -> "
+                          f"[[{', '.join(q)}] -> {self.array}[{', '.join(xs)}]] }}")
+        out = []
+        for ix in self.index:
+            m = ma.align_params(ix.get_space())
+            out.append(ix.align_params(m.get_space()).pullback_multi_aff(m))
+        return out
+
+
+@dataclass
+class LocalPlan:
+    """What ``--localise`` did in one kernel: buffers and one line per decision."""
+    buffers: list[LocalBuffer] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+
+
+def _identifiers(text: str) -> set[str]:
+    import re
+    return set(re.findall(r"[A-Za-z_]\w*", text))
+
+
+def find_loop(node: isl.ScheduleNode, loop: str, member_text) -> tuple[isl.ScheduleNode, int] | None:
+    """The band node below ``node`` with a member that is exactly the source loop
+    ``loop`` (and the member's position)."""
+    if node.get_type() == isl.schedule_node_type.band:
+        mupa = node.band_get_partial_schedule()
+        for j in range(node.band_n_member()):
+            if member_text(mupa, j) == loop:
+                return node, j
+    for c in range(node.n_children()):
+        found = find_loop(node.child(c), loop, member_text)
+        if found is not None:
+            return found
+    return None
+
+
+def _params(scop: Scop) -> str:
+    return ", ".join(scop.size_params + list(kir.THREAD_IDS.values()) +
+                     list(kir.BLOCK_IDS.values()))
+
+
+def _graft(scop: Scop, stmt: str, rel: isl.Map, descending: bool) -> isl.ScheduleNode:
+    """An extension subtree adding ``stmt[p, x]`` for every ``x`` in ``rel(p)``,
+    scanned in ascending (or descending) lexicographic order of ``x``."""
+    na = rel.dim(isl.dim_type.out)
+    np_ = rel.dim(isl.dim_type.in_)
+    ext = rel.domain_map().reverse().flatten_range().set_tuple_name(isl.dim_type.out, stmt)
+    graft = isl.ScheduleNode.from_extension(isl.UnionMap.from_map(ext))
+    leaf = graft.child(0)
+    if na:
+        p = ", ".join([f"p{i}" for i in range(np_)] + [f"a{i}" for i in range(na)])
+        sign = "-" if descending else ""
+        members = ", ".join(f"{{ {stmt}[{p}] -> [({sign}a{i})] }}" for i in range(na))
+        leaf = leaf.insert_partial_schedule(
+            isl.MultiUnionPwAff(f"[{_params(scop)}] -> [{members}]"))
+        for i in range(na):
+            leaf = leaf.band_member_set_ast_loop_type(i, isl.ast_loop_type.separate)
+    return leaf.root()
+
+
+def _modulo(ix: isl.PwAff, drift: int, extent: int, np_: int) -> isl.PwAff:
+    """``(ρ − δ·t) mod s`` (§4.4 modulo addressing, t the last prefix dimension)."""
+    if drift == 0:
+        return ix
+    ls = isl.LocalSpace.from_space(ix.get_domain_space())
+    t = isl.PwAff.var_on_domain(ls, isl.dim_type.set, np_ - 1)
+    return ix.sub(t.scale_val(isl.Val(drift))).mod_val(isl.Val(extent)).coalesce()
+
+
+def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
+               block: tuple[int, int, int], buffered: set[tuple[str, int]],
+               window: int) -> LocalPlan:
+    """Localisation of every array accessed below ``x`` (the child of the localised
+    band) that is reused along the loop; the others are listed with the reason."""
+    out = LocalPlan()
+    prefix = x.get_prefix_schedule_union_map().intersect_domain(x.get_domain())
+    names: list[str] = []
+    x.get_domain().foreach_set(lambda s: names.append(s.get_tuple_name()))
+    arrays = [a for a in scop.arrays
+              if any(acc.array == a for s in scop.statements if s.name in names
+                     for acc in s.accesses)]
+    rows = block[0] * block[1] * block[2]
+    kid = kernel.rsplit("kernel", 1)[-1]
+    total = 0
+    for a in arrays:
+        refs = [(s.name, k) for s in scop.statements if s.name in names
+                for k, acc in enumerate(s.accesses) if acc.array == a]
+        if any(r in buffered for r in refs):
+            out.decisions.append(f"{kernel}: {a}: not localised (it has a per-tile buffer)")
+            continue
+        try:
+            loc = localise(scop, prefix, a, window)
+        except (LocaliseError, isl.Error) as e:
+            out.decisions.append(f"{kernel}: {a}: not localised ({e})")
+            continue
+        if loc.kept.is_empty():
+            out.decisions.append(f"{kernel}: {a}: not localised (no reuse from one step "
+                                 "to the next: G is empty)")
+            continue
+        if loc.storage is None:
+            out.decisions.append(f"{kernel}: {a}: not localised (the cached set grows with "
+                                 "the problem size)")
+            continue
+        if loc.reorg == "unknown":
+            out.decisions.append(f"{kernel}: {a}: not localised (drift unknown)")
+            continue
+        reorg = loc.reorg
+        if reorg != "none" and options.reorg != "auto":
+            if options.reorg == "modulo" and loc.constant_drift is None:
+                out.decisions.append(f"{kernel}: {a}: --reorg modulo needs a constant drift; "
+                                     "using the in-situ move")
+                reorg = "move"
+            else:
+                reorg = options.reorg
+        exts = [e for e in loc.extents]
+        np_ = loc.cached.dim(isl.dim_type.in_)
+        index = list(loc.index)
+        if reorg == "modulo":
+            index = [_modulo(ix, d, e, np_) for ix, d, e in zip(index, loc.constant_drift, exts)]
+        name = f"lc{kid}_{a}"
+        ext = tuple(([rows] if rows > 1 else []) + exts)
+        lb = LocalBuffer(name, a, scop.arrays[a].ctype, ext, loc, prefix, index, rows, block,
+                         refs, moves=2 if reorg == "move" else 0)
+        if total + lb.nbytes > min(options.shared_mem, LOCAL_LIMIT):
+            out.decisions.append(f"{kernel}: {a}: not localised ({lb.nbytes} bytes would "
+                                 "exceed the shared memory of a block)")
+            continue
+        total += lb.nbytes
+        out.buffers.append(lb)
+        drift = ("δ = " + ", ".join(map(str, loc.constant_drift))
+                 if loc.constant_drift is not None else "δ varies")
+        out.decisions.append(
+            f"{kernel}: {a}: localised along the loop (seed 001): {name}"
+            f"[{']['.join(map(str, ext))}], {loc.layout} placement, {drift}, "
+            f"reorganisation: {reorg}" + (f", window {window}" if window > 1 else "")
+            + "".join(f"; {n}" for n in loc.notes))
+    return out
+
+
+def graft_local(scop: Scop, x: isl.ScheduleNode, plan: LocalPlan,
+                copies: dict[str, tuple[str, LocalBuffer]]) -> isl.ScheduleNode:
+    """Surround ``x`` with move-in, move-out and reorganisation statements."""
+    node = x
+    for lb in plan.buffers:
+        loc = lb.loc
+        if not loc.move_in.is_empty():
+            stmt = f"pm_lin_{lb.name}"
+            copies[stmt] = ("in", lb)
+            node = node.graft_before(_graft(scop, stmt, loc.move_in, False))
+        after = []
+        out = live_move_out(loc, scop, lb.prefix)
+        if not out.is_empty():
+            stmt = f"pm_lout_{lb.name}"
+            copies[stmt] = ("out", lb)
+            after.append(_graft(scop, stmt, out, False))
+        if lb.moves:
+            for sign, tag in ((-1, "dn"), (1, "up")):
+                mv = loc.moves(sign)
+                if mv.is_empty():
+                    continue
+                stmt = f"pm_lmv{tag}_{lb.name}"
+                copies[stmt] = ("move", lb)
+                # §4.4: negative drifts in an ascending pass, positive in a descending one
+                after.append(_graft(scop, stmt, mv, descending=sign > 0))
+        for g in reversed(after):
+            node = node.graft_after(g)
+    return node
+
+
+def localise_kernel(scop: Scop, root: isl.ScheduleNode, kernel: str,
+                    block: tuple[int, int, int], options, buffered: set[tuple[str, int]],
+                    copies: dict[str, tuple[str, LocalBuffer]], member_text
+                    ) -> tuple[isl.ScheduleNode, LocalPlan | None]:
+    """Apply ``--localise LOOP[:w]`` inside one kernel whose subtree is ``root``;
+    returns the node at ``root``'s position and what was done (None: the loop is not
+    a sequential loop of this kernel)."""
+    loop, window = options.localise
+    found = find_loop(root, loop, member_text)
+    if found is None:
+        return root, None
+    depth = root.get_tree_depth()
+    band, j = found
+    if j + 1 < band.band_n_member():
+        band = band.band_split(j + 1)
+    x = band.child(0)
+    plan = plan_local(scop, x, options, kernel, block, buffered, window)
+    if plan.buffers:
+        x = graft_local(scop, x, plan, copies)
+    return x.ancestor(x.get_tree_depth() - depth), plan
