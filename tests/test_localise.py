@@ -218,3 +218,9 @@ def test_localise_options():
 def test_localise_names_no_kernel_loop():
     out = _run("gemm.c", "N=8", "--localise", "q")
     assert any("nothing was localised" in n for n in out["notes"])
+
+
+def test_window_two_in_generated_code():
+    """A window of 2 (§4.2) loads one step ahead: L holds four values, results unchanged."""
+    out = _run("sor-1d-seq.c", "m=2,n=12", "--localise", "i:2")
+    assert out["ok"] and any("lc0_A[4]" in n and "window 2" in n for n in out["notes"])
