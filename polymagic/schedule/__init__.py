@@ -9,6 +9,7 @@ baseline that superposition improves on).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -85,7 +86,8 @@ SUPER_OPERATIONS = 20_000_000
 #: use the superposition only where it improves coalescing (the paper's gemm, 2mm...:
 #: both schedules coincide, and the single mapping keeps its shared-memory buffers);
 #: tests set it to False to run every kernel through the superposed tree
-REQUIRE_GAIN = True
+#: (``POLYMAGIC_SUPERPOSITION=always`` in the environment does the same, for the fuzzer)
+REQUIRE_GAIN = os.environ.get("POLYMAGIC_SUPERPOSITION", "") != "always"
 
 
 def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,

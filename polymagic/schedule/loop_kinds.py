@@ -65,6 +65,8 @@ def original_nests(scop: Scop) -> dict[str, OriginalNest]:
         maps: list[isl.Map] = []
         scop.schedule.foreach_map(
             lambda m: maps.append(m) if m.get_tuple_name(isl.dim_type.in_) == st.name else None)
+        if not maps:                  # no instance (e.g. a branch that never runs)
+            continue
         pma = isl.PwMultiAff.from_map(maps[0])
         n = len(st.iterators)
         betas, loops = [], []

@@ -155,7 +155,7 @@ class _Planner:
         self.scop = scop
         self.nests = original_nests(scop)
         self.costs = statement_costs(scop, strides)
-        self.order = [s.name for s in scop.statements]
+        self.order = [s.name for s in scop.statements if s.name in self.nests]
         self.table = make_table(scop, validity, set(self.order))
 
     # candidates: the source loops not consumed by enclosing (host or step) loops
@@ -205,7 +205,12 @@ class _Planner:
             loop = self.common_loop(scc, depth)
             if loop is not None and classify(sub, loop) != LoopKind.ILLEGAL:
                 inner = {s: depth[s] + 1 for s in scc}
-                items.append(StepLoop(scc, loop, self.block_level(scc, sub.restrict(loop), inner)))
+                body = self.block_level(scc, sub.restrict(loop), inner)
+                if any(k.block for k in _kernels(body)):
+                    items.append(StepLoop(scc, loop, body))
+                    continue
+                # no block parallelism anywhere inside: one launch, not one per iteration
+                items.append(Kernel(scc, [], why="no synchronisation-free forall loop"))
                 continue
             items.append(Kernel(scc, [], why="no synchronisation-free forall loop"))
         items = self.block_fusion(items, table)
@@ -287,6 +292,16 @@ def _disjoint(ranked: list[Combo], limit: int) -> list[Combo]:
             if len(chosen) == limit:
                 break
     return chosen
+
+
+def _kernels(items: list[Item]) -> list[Kernel]:
+    out: list[Kernel] = []
+    for it in items:
+        if isinstance(it, Kernel):
+            out.append(it)
+        elif isinstance(it, StepLoop):
+            out.extend(_kernels(it.body))
+    return out
 
 
 def _has_threads(items: list[Item]) -> bool:
@@ -409,7 +424,8 @@ def plan_superposition(scop: Scop, validity: isl.UnionMap,
     """Algorithms 3 and 2 of seed 003 on the Scop, then the isl legality check."""
     pl = _Planner(scop, validity, strides)
     items = pl.block_level(pl.order, pl.table, {s: 0 for s in pl.order})
-    plan = SuperPlan(items, pl.costs, pl.nests, {s.name: s.iterators for s in scop.statements})
+    plan = SuperPlan(items, pl.costs, pl.nests,
+                     {s.name: s.iterators for s in scop.statements if s.name in pl.nests})
     plan.problems = check_legality(scop, validity, plan)
     plan.legal = not plan.problems
     return plan
