@@ -102,6 +102,10 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
         result.notes.append("--tile auto searches tiles of the single mapping: "
                             "superposition not used")
         return
+    if getattr(options, "localise", None) is not None:
+        result.notes.append("--localise works on the single mapping's kernels: "
+                            "superposition not used")
+        return
     ctx = scop.context.get_ctx()
     try:
         with OperationBudget(ctx, SUPER_OPERATIONS):
