@@ -139,3 +139,20 @@ def test_shared_memory_cuts_loads_by_the_predicted_ratio(name, sizes):
     assert (runs["none"].counters["loads"], runs["auto"].counters["loads"]) == \
         (preds["none"], preds["auto"])
     assert runs["none"].counters["loads"] / runs["auto"].counters["loads"] > 2
+
+
+@pytest.mark.parametrize("name, sizes, mapping", [
+    ("2mm", {"ni": 37, "nj": 37, "nk": 37, "nl": 37}, "superposition"),
+    ("atax", {"m": 37, "n": 37}, "superposition"), ("atax", {"m": 37, "n": 37}, "single"),
+    ("doitgen", {"nr": 37, "nq": 37, "np": 37}, "superposition"),
+    ("fdtd-2d", {"tmax": 3, "nx": 37, "ny": 37}, "superposition"),
+    ("covariance", {"m": 37, "n": 37}, "single"), ("lu", {"n": 37}, "superposition")])
+def test_predicted_counts_hold_across_the_examples(name, sizes, mapping):
+    """The prediction is exact beyond gemm and jacobi-2d: reductions, several kernels,
+    host time loops, triangular domains, both mappings."""
+    from polymagic.memory.counts import predict_for
+    opts = Options(sizes=sizes, target="emulator", mapping=mapping)
+    c, r = _compile_run(name, sizes, mapping=mapping)
+    pred = predict_for(c, opts)
+    assert {k: (p.loads, p.stores) for k, p in pred.items()} == \
+        {k: (v["loads"], v["stores"]) for k, v in r.counters["per_kernel"].items()}
