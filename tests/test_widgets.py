@@ -247,3 +247,43 @@ def test_updates_from_a_real_kernel_are_debounced(tmp_path):
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_stage_toggles_follow_the_options_fields(ex):
+    """Mapping, registers, localisation and reductions: wired to their Options field
+    where it exists, else disabled with a tooltip naming the issue they arrive with."""
+    from dataclasses import fields as dc_fields
+    from polymagic.report.widgets import STAGE_TOGGLES
+    have = {f.name for f in dc_fields(Options)}
+    for name, (names, _what, issue) in STAGE_TOGGLES.items():
+        c = ex.controls[name]
+        wired = any(n in have for n in names)
+        assert c.disabled == (not wired), name
+        if not wired:
+            assert f"arrives with issue {issue}" in c.tooltip
+    if "mapping" in have:
+        assert ex.current.mapping == ex.controls["mapping"].value
+        other = [v for v in ex.controls["mapping"].options if v != ex.current.mapping][0]
+        ex.controls["mapping"].value = other
+        assert ex.current.mapping == other and f"mapping {other}" in ex.timings[-1]["options"]
+    if "registers" in have:
+        ex.controls["registers"].value = False
+        assert ex.current.registers is False
+        ex.controls["registers"].value = True
+        assert ex.current.registers is True
+
+
+def test_seed_pictures_and_autotune_in_the_explorer():
+    ex = Explorer(GEMM, Options(sizes={"N": 32}, target="emulator", autotune_candidates=3),
+                  debounce_s=0)
+    ex.tabs.selected_index = TABS.index("Pictures")
+    for kind in ("schedules", "localisation"):
+        ex.picture_kind.value = kind
+        assert bytes(ex.picture.value).startswith(PNG) and ex.error is None, kind
+    ex.picture_kind.value = "autotune"                          # nothing tuned yet
+    assert "Autotune" in ex.picture_note.value
+    r = ex.autotune()
+    assert r.best is not None and len(r.candidates) == 3
+    assert ex.picture_kind.value == "autotune" and bytes(ex.picture.value).startswith(PNG)
+    assert ex.current.tile == r.best.tile[:len(ex.band)]
+    assert ex.current.block[:len(r.best.block)] == r.best.block

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import fields
 import time
 from html import escape
 from typing import Mapping
@@ -42,7 +43,27 @@ from ..options import Options
 from . import explore as E
 
 TABS = ("CUDA", "Mapping", "Memory plan", "Pictures", "Timings")
-PICTURES = ("iteration space", "tile footprint", "tile search")
+PICTURES = ("iteration space", "tile footprint", "tile search", "schedules", "localisation",
+            "autotune")
+
+#: stage toggles: control -> (Options field, how the control's value maps to it, the
+#: issue the feature arrives with).  A toggle whose field Options does not have (yet)
+#: is shown disabled with a tooltip saying so; fields are looked up at run time, so
+#: a toggle comes alive as soon as its stage lands.
+STAGE_TOGGLES = {
+    "mapping": (("mapping",), "superposition (seed 003) or a single schedule", 4),
+    "registers": (("registers",), "register promotion (seed 004 §4.2)", 3),
+    "localise": (("localise", "no_localise"), "localisation along sequential loops "
+                 "(seed 001)", 5),
+    "reductions": (("reductions", "reduction", "no_reductions"),
+                   "thread-level tree reductions (seed 003 §5)", 4),
+}
+
+
+def _option_field(names: tuple[str, ...]) -> str | None:
+    """The first of ``names`` that Options has (None: the stage has not landed)."""
+    have = {f.name for f in fields(Options)}
+    return next((n for n in names if n in have), None)
 TARGETS = ("emulator", "openmp", "gpu", "auto")
 
 
@@ -148,6 +169,7 @@ class Explorer:
         self.runs: dict[str, object] = {}      # label -> RunReport
         self.variants: dict[str, object] = {}  # compare shared: label -> RunReport
         self.search = None                     # TileSearchResult
+        self.autotuned = None                  # autotune.AutotuneResult
         self.error: str | None = None
         self._stale_picture = True
         self._pictures: dict[tuple, bytes] = {}   # PNGs by configuration and picture
@@ -195,12 +217,37 @@ class Explorer:
                                              else "emulator",
                                              description="target", style=style,
                                              layout=W.Layout(width="240px"))
+        self._stage_fields: dict[str, str | None] = {}
+        for name, (names, what, issue) in STAGE_TOGGLES.items():
+            fld = _option_field(names)
+            self._stage_fields[name] = fld
+            current = getattr(o, fld) if fld else None
+            if name == "mapping":
+                from ..options import MAPPINGS as _M
+                choices = list(_M) if fld else ["superposition", "single"]
+                w = W.ToggleButtons(options=choices,
+                                    value=current if current in choices else choices[0],
+                                    description="mapping",
+                                    style={**style, "button_width": "100px"})
+            else:
+                on = bool(current) if fld and not fld.startswith("no_") else \
+                    (not current if fld else False)
+                w = W.Checkbox(value=on, description=name, style=style, indent=False,
+                               layout=W.Layout(width="200px"))
+            w.disabled = fld is None
+            w.tooltip = (what if fld else f"arrives with issue {issue}: {what}")
+            self.controls[name] = w
         for c in self.controls.values():
             c.observe(self._changed, names="value")
         self.run_button = W.Button(description="Run", button_style="primary", icon="play",
                                    tooltip="compile, run on the target, check against the CPU")
         self.compare_button = W.Button(description="Compare shared", icon="bar-chart",
                                        tooltip="emulator runs with --shared none/auto/all")
+        self.autotune_button = W.Button(description="Autotune", icon="tachometer",
+                                        tooltip="try tile/block candidates around these "
+                                                "sizes (polymagic.autotune: timed on a GPU, "
+                                                "else ranked on the emulator)")
+        self.autotune_button.on_click(lambda _b: self._safely(self.autotune))
         self.run_button.on_click(lambda _b: self._safely(self.run))
         self.compare_button.on_click(lambda _b: self._safely(self.compare_shared))
         self.progress = W.IntProgress(value=0, min=0, max=3, layout=W.Layout(width="160px",
@@ -212,7 +259,7 @@ class Explorer:
         self.memory = W.HTML()
         stmts = [s.name for s in self.compiled.scop.statements]
         self.picture_kind = W.ToggleButtons(options=list(PICTURES), value=PICTURES[0],
-                                            style={"button_width": "120px"})
+                                            style={"button_width": "105px"})
         self.statement = W.Dropdown(options=["(default)"] + stmts, value="(default)",
                                     description="statement", layout=W.Layout(width="220px"))
         self.search_button = W.Button(description="Search tile sizes", icon="search",
@@ -243,8 +290,11 @@ class Explorer:
         left = W.VBox([W.HTML("<b>tile sizes</b>")] + tiles +
                       [W.HTML("<b>threads per block</b>"), c["block_x"], c["block_y"],
                        c["block_z"]])
+        stages = W.VBox([W.HTML("<b>stages</b>"), c["mapping"],
+                         W.HBox([c["registers"], c["localise"], c["reductions"]])])
         right = W.VBox([W.HTML("<b>memory and target</b>"), c["shared"], c["shared_mem"],
-                        c["device_mem"], c["target"], W.HBox([self.run_button, self.compare_button]),
+                        c["device_mem"], c["target"], stages,
+                        W.HBox([self.run_button, self.compare_button, self.autotune_button]),
                         self.progress])
         name = escape(self.compiled.scop.name)
         self.widget = W.VBox([W.HTML(f"<b>polymagic explorer: {name}</b>"),
@@ -270,11 +320,17 @@ class Explorer:
         if int(np.prod(block)) > 1024:
             raise OptionsError(f"threads per block {'x'.join(map(str, block))} = "
                                f"{int(np.prod(block))} > 1024")
+        stages = {}
+        for name, fld in self._stage_fields.items():
+            if fld is None:
+                continue
+            v = c[name].value
+            stages[fld] = (not v) if fld.startswith("no_") else v
         return self.base.with_(tile=tile or None, tile_levels=(tile,) if tile else (),
                                tile_auto=False, block=block, shared=c["shared"].value,
                                shared_mem=int(c["shared_mem"].value) * 1024,
                                device_mem=int(c["device_mem"].value) or None,
-                               target=c["target"].value)
+                               target=c["target"].value, **stages)
 
     def _run_label(self, o: Options, report) -> str:
         tile = ",".join(map(str, o.tile or ())) or "default"
@@ -284,7 +340,10 @@ class Explorer:
         tile = ",".join(map(str, o.tile or ()))
         block = "x".join(map(str, o.block or ()))
         dev = f" device-mem {o.device_mem} B" if o.device_mem else ""
-        return f"tile {tile or 'default'} block {block or 'default'} shared {o.shared}{dev}"
+        stages = "".join(f" {fld} {getattr(o, fld)}" for fld in self._stage_fields.values()
+                         if fld is not None and getattr(o, fld) != getattr(Options(), fld))
+        return (f"tile {tile or 'default'} block {block or 'default'} shared {o.shared}"
+                f"{dev}{stages}")
 
     # ---- regeneration ----------------------------------------------------------------
     def _changed(self, _change=None) -> None:
@@ -391,8 +450,15 @@ class Explorer:
                                        "§4.3's search at these sizes (a few seconds)")
             self._stale_picture = False
             return
+        if kind == "autotune" and self.autotuned is None:
+            self.picture.value = b""
+            self.picture_note.value = ("press <i>Autotune</i> to try tile/block candidates "
+                                       "around these sizes (seconds to a minute)")
+            self._stale_picture = False
+            return
         key = (o.key(), tuple(sorted(o.sizes.items())), kind, stmt,
-               id(self.search) if kind == "tile search" else None)
+               id(self.search) if kind == "tile search" else
+               id(self.autotuned) if kind == "autotune" else None)
         png = self._pictures.get(key)
         if png is None:
             if kind == "iteration space":
@@ -402,6 +468,12 @@ class Explorer:
                 if stmt is not None:
                     kernel = E.mapping_of(self.compiled, o).kernel_of(stmt).name
                 fig = P.footprint(self.compiled, o, kernel=kernel)
+            elif kind == "schedules":
+                fig = P.schedules(self.compiled, o, statement=stmt)
+            elif kind == "localisation":
+                fig = P.localisation_of(self.compiled, sizes=o.sizes)
+            elif kind == "autotune":
+                fig = P.autotune(self.autotuned)
             else:
                 fig = P.tile_search(self.search)
             png = self._pictures[key] = P.to_png(fig)
@@ -426,6 +498,38 @@ class Explorer:
         if self.search is None:
             return
         self.set(**{f"tile{j}": int(v) for j, v in enumerate(self.search.tile[:len(self.band)])})
+
+    def autotune(self):
+        """``--autotune`` from the current controls (polymagic.autotune), with the
+        progress bar; shows the heat map and sets the controls to the choice."""
+        from ..autotune import autotune
+        o = self.options()
+        self.progress.layout.visibility = "visible"
+        self.progress.value = 0
+        self.progress.max = max(1, o.autotune_candidates)
+
+        def progress(i, n, _c):
+            self.progress.max = n
+            self.progress.value = i
+            self.status.value = (f'<span style="color:#57606a">autotune: candidate {i}/{n}'
+                                 f'…</span>')
+        try:
+            result = autotune(self.source, o, language=self.language,
+                              namespace=self._inputs(), progress=progress)
+        finally:
+            self.progress.layout.visibility = "hidden"
+        self.autotuned = result
+        best = result.best
+        if best is not None:
+            values = {f"tile{j}": int(v) for j, v in enumerate(best.tile[:len(self.band)])}
+            blk = (tuple(best.block) + (1, 1, 1))[:3]
+            values.update(block_x=blk[0], block_y=blk[1], block_z=blk[2])
+            self.set(**values)
+        self.tabs.selected_index = TABS.index("Pictures")
+        self.picture_kind.value = "autotune"
+        self.draw_picture()
+        self.status.value = escape(result.summary())
+        return result
 
     def set(self, **values) -> dict:
         """Set several controls (``tile0=16, shared='none'`` ...) and regenerate once;
