@@ -266,6 +266,12 @@ def test_stage_toggles_follow_the_options_fields(ex):
         other = [v for v in ex.controls["mapping"].options if v != ex.current.mapping][0]
         ex.controls["mapping"].value = other
         assert ex.current.mapping == other and f"mapping {other}" in ex.timings[-1]["options"]
+    if "localise" in have:                      # --localise LOOP[:w]
+        assert ex.current.localise is None and ex.controls["localise"].value is None
+        ex.controls["localise"].value = ("k", 1)
+        assert ex.current.localise == ("k", 1) and ex.error is None
+        ex.controls["localise"].value = None
+        assert ex.current.localise is None
     if "registers" in have:
         ex.controls["registers"].value = False
         assert ex.current.registers is False

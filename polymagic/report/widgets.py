@@ -229,6 +229,16 @@ class Explorer:
                                     value=current if current in choices else choices[0],
                                     description="mapping",
                                     style={**style, "button_width": "100px"})
+            elif fld == "localise":            # --localise LOOP[:w]: a loop and a window
+                loops = list(dict.fromkeys(it for st in self.compiled.scop.statements
+                                           for it in st.iterators))
+                choices = [("off", None)] + [(f"{lp} (w={w_})", (lp, w_)) for lp in loops
+                                             for w_ in (1, 2)]
+                if current is not None and current not in [v for _, v in choices]:
+                    choices.append((f"{current[0]} (w={current[1]})", tuple(current)))
+                w = W.Dropdown(options=choices, value=None if current is None else
+                               tuple(current), description="localise", style=style,
+                               layout=W.Layout(width="240px"))
             else:
                 on = bool(current) if fld and not fld.startswith("no_") else \
                     (not current if fld else False)
@@ -290,8 +300,8 @@ class Explorer:
         left = W.VBox([W.HTML("<b>tile sizes</b>")] + tiles +
                       [W.HTML("<b>threads per block</b>"), c["block_x"], c["block_y"],
                        c["block_z"]])
-        stages = W.VBox([W.HTML("<b>stages</b>"), c["mapping"],
-                         W.HBox([c["registers"], c["localise"], c["reductions"]])])
+        stages = W.VBox([W.HTML("<b>stages</b>"), c["mapping"], c["localise"],
+                         W.HBox([c["registers"], c["reductions"]])])
         right = W.VBox([W.HTML("<b>memory and target</b>"), c["shared"], c["shared_mem"],
                         c["device_mem"], c["target"], stages,
                         W.HBox([self.run_button, self.compare_button, self.autotune_button]),
@@ -325,7 +335,7 @@ class Explorer:
             if fld is None:
                 continue
             v = c[name].value
-            stages[fld] = (not v) if fld.startswith("no_") else v
+            stages[fld] = (not v) if fld.startswith("no_") and isinstance(v, bool) else v
         return self.base.with_(tile=tile or None, tile_levels=(tile,) if tile else (),
                                tile_auto=False, block=block, shared=c["shared"].value,
                                shared_mem=int(c["shared_mem"].value) * 1024,
