@@ -20,8 +20,10 @@ score (lower is better, 1.0 is the best seen)
     fastest candidate.  Without a GPU the candidates are ranked, not timed: each
     runs on the race-hunting emulator at *reduced sizes* (every size halved until
     a run has at most ``max_instances`` statement instances) and is checked there
-    against the CPU reference; its score is the geometric mean of its global
-    loads + stores counted by the emulator and its §4.3 predicted data-movement
+    against the CPU reference; its score is the geometric mean of its global-memory
+    traffic counted by the emulator — warp transactions (32-byte sectors, seed 003
+    §6.3: coalescing counts) where the emulator counted them, else loads + stores —
+    and its §4.3 predicted data-movement
     cost at the run's sizes (each relative to the best candidate), divided by
     how well its grid fills the GPU at the run's sizes (warps of its widest launch
     over min(132 SMs × 8 warps, the most warps any candidate has), capped at 1;
@@ -72,6 +74,7 @@ class AutotuneCandidate:
     warps: int | None = None            # its warps (blocks × ⌈threads / 32⌉)
     loads: int | None = None            # emulator: global loads at the reduced sizes
     stores: int | None = None
+    transactions: int | None = None     # emulator: 32-byte sectors of those accesses
     model_cost: float | None = None     # seed 000 §4.3 predicted cycles at the run's sizes
     seconds: float | None = None        # GPU: kernel time (best of reps); emulator: its time
     score: float = math.inf
@@ -424,8 +427,11 @@ def _evaluate(c: AutotuneCandidate, source: str, language: str, base: Options, m
             o = o.with_(target="emulator", sizes={**scalars, **tune}, inputs=None)
             inputs = gather_inputs(compiled.scop, o, None)
             r = execute(compiled, o, inputs, check=True)
+            from .report.fmt import transactions
             c.loads = int((r.counters or {}).get("loads", 0))
             c.stores = int((r.counters or {}).get("stores", 0))
+            tx = transactions(r.counters)
+            c.transactions = int(tx["transactions"]) if tx else None
             c.seconds = r.device_s
             c.ok = bool(r.ok)
             if not r.ok:
@@ -443,14 +449,16 @@ def _score(cands: list[AutotuneCandidate], mode: str) -> None:
         for c in ran:
             c.score = c.seconds / fastest if fastest > 0 else 1.0
         return
-    least = min((c.traffic for c in ran if c.traffic), default=0)
+    sectors = all(c.transactions for c in ran)
+    measure = {id(c): (c.transactions if sectors else c.traffic) for c in ran}
+    least = min((v for v in measure.values() if v), default=0)
     costs = [c.model_cost for c in ran if c.model_cost]
     cheapest = min(costs, default=0.0)
     need = min(SMS * WARPS_PER_SM, max((c.warps or 0) for c in ran)) or 1
     for c in ran:
         parts = []
-        if least and c.traffic:
-            parts.append(c.traffic / least)
+        if least and measure[id(c)]:
+            parts.append(measure[id(c)] / least)
         if cheapest and c.model_cost:
             parts.append(c.model_cost / cheapest)
         rel = math.prod(parts) ** (1 / len(parts)) if parts else 1.0

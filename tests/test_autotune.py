@@ -71,6 +71,7 @@ def test_emulator_ranking_chooses_and_draws_a_heat_map():
     for c in ran:
         assert c.loads > 0 and c.stores == 48 * 48        # C written once per element
         assert c.model_cost and c.blocks >= 1 and c.shared_bytes <= 48 * 1024
+        assert c.transactions and c.transactions < c.traffic     # sectors hold 8 floats
     # N=48: the start's 32x32 tiles make 2x2 blocks
     assert r.start.tile == (32, 32, 16) and r.start.blocks == 4
     chosen = r.options(o)

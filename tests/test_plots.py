@@ -253,3 +253,13 @@ def test_seed_pictures_of_every_example(path):
     for fig in (P.schedules(c, o, cap=8), P.localisation_of(c, max_steps=4)):
         assert isinstance(fig, P.Figure)
         assert P.to_png(fig, dpi=30).startswith(PNG)
+
+
+def test_transactions_per_variant_picture():
+    """Warp transactions (seed 003 §6.3) per --shared variant, from real emulator runs."""
+    runs = E.shared_variants(GEMM, Options(sizes={"N": 32}))
+    from polymagic.report.fmt import transactions
+    assert all(transactions(r.counters) for r in runs.values())
+    fig = P.memory_traffic(runs)
+    assert len(fig.axes) == 2 and "transactions" in fig.axes[1].get_title()
+    assert P.to_png(fig, dpi=30).startswith(PNG)

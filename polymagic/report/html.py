@@ -139,6 +139,8 @@ def autotune_html(result) -> str:
         state = (f"skipped: {c.skipped}" if c.skipped else
                  f"failed: {c.error}" if not c.ok else f"{c.score:.2f}")
         traffic = f"{c.traffic:,}" if c.traffic is not None else "–"
+        if c.transactions is not None:
+            traffic += f" ({c.transactions:,} sectors)"
         cost = f"{c.model_cost:.3g}" if c.model_cost is not None else "–"
         secs = fmt.seconds(c.seconds) if c.seconds is not None else "–"
         mark = " ★" if c is result.best else ""
@@ -148,7 +150,8 @@ def autotune_html(result) -> str:
                     f"<td style='text-align:right'>{cost}</td>"
                     f"<td style='text-align:right'>{c.blocks if c.blocks is not None else '–'}</td>"
                     f"<td style='text-align:right'>{secs}</td></tr>")
-    traffic_h = "global loads+stores (emulator)" if result.mode != "gpu" else "–"
+    traffic_h = ("global loads+stores (32-byte sectors), emulator" if result.mode != "gpu"
+                 else "–")
     notes = "".join(f"<li>{escape(n)}</li>" for n in result.notes)
     return (f'<div class="polymagic-autotune"><div><b>{escape(result.summary())}</b></div>'
             f'<details><summary>{len(result.candidates)} candidate(s)</summary>'

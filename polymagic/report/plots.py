@@ -26,7 +26,8 @@ IPython or ipywidgets.  The data come from :mod:`polymagic.report.explore`
                                    for a function's loop and array)
 :func:`times`                      CPU reference vs device (GPU / emulator) times
 :func:`memory_traffic`             global-memory loads/stores counted by the emulator
-                                   per variant (``--shared none/auto/all``)
+                                   per variant (``--shared none/auto/all``), and
+                                   the warp transactions (32-byte sectors)
 :func:`packing`                    seed 002 Figure 7: interleaved CSLMADs packed
 :func:`transfer_packing`           where the elements of (strided) NumPy arrays land
                                    in the packed device buffers of a run
@@ -610,7 +611,8 @@ def autotune(result) -> Figure:
     ax = fig.subplots()
     fig.subplots_adjust(left=0.14, right=0.95, top=0.82, bottom=0.24)
     how = "GPU kernel time relative to the fastest" if result.mode == "gpu" else \
-        "emulator traffic × §4.3 cost (geometric mean) / grid fill, relative to the best"
+        ("emulator traffic (sectors) × §4.3 cost (geometric mean) / grid fill, "
+         "relative to the best")
     fig.suptitle(_wrap(result.summary(), 100) + "\n" + _wrap(f"score: {how}", 100), fontsize=7.5)
     if np.isfinite(img).any():
         finite = img[np.isfinite(img)]
@@ -698,11 +700,17 @@ def times(reports) -> Figure:
 
 def memory_traffic(reports) -> Figure:
     """Global-memory loads and stores counted by the emulator, per variant
-    (``{label: RunReport}``, e.g. from :func:`explore.shared_variants`)."""
+    (``{label: RunReport}``, e.g. from :func:`explore.shared_variants`); where the
+    emulator counted warp transactions (seed 003 §6.3), a second panel with the
+    32-byte sectors and the sectors per request of each variant."""
+    from .fmt import transactions
     runs = _reports(reports)
-    fig = Figure(figsize=(6.4, 3.8))
-    ax = fig.subplots()
     names = [n for n, r in runs.items() if r.counters]
+    tx = {n: transactions(runs[n].counters) for n in names}
+    with_tx = [n for n in names if tx[n]]
+    fig = Figure(figsize=(11.0 if with_tx else 6.4, 3.8))
+    axes = fig.subplots(1, 2) if with_tx else [fig.subplots()]
+    ax = axes[0]
     if not names:
         ax.text(0.5, 0.5, "no emulator counters (run with --target emulator)",
                 ha="center", va="center", transform=ax.transAxes)
@@ -722,6 +730,20 @@ def memory_traffic(reports) -> Figure:
     ax.legend(fontsize=8)
     ax.set_title("global-memory traffic counted by the emulator", fontsize=9)
     ax.margins(y=0.15)
+    if with_tx:
+        ax2 = axes[1]
+        xt = np.arange(len(with_tx))
+        sectors = [tx[n]["transactions"] for n in with_tx]
+        ax2.bar(xt, sectors, 0.5, color=_GREEN)
+        for xx, n, v in zip(xt, with_tx, sectors):
+            per = tx[n]["transactions_per_request"]
+            ax2.text(xx, v, f"{v:,}" + (f"\n{per:.2f}/request" if per else ""), ha="center",
+                     va="bottom", fontsize=7)
+        ax2.set_xticks(xt, with_tx)
+        ax2.set_ylabel("32-byte sectors (loads + stores)")
+        ax2.set_title("warp transactions per variant (seed 003 §6.3)", fontsize=9)
+        ax2.margins(y=0.25)
+        fig.subplots_adjust(wspace=0.3)
     return fig
 
 

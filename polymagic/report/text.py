@@ -60,6 +60,8 @@ def autotune_lines(result) -> list[str]:
             parts = [f"score {c.score:.2f}"]
             if c.traffic is not None:
                 parts.append(f"{c.traffic:,} global loads+stores")
+            if c.transactions is not None:
+                parts.append(f"{c.transactions:,} transactions")
             if c.model_cost is not None:
                 parts.append(f"§4.3 cost {c.model_cost:.3g}")
             if c.blocks is not None:
