@@ -246,10 +246,27 @@ class _Planner:
             items.append(self.thread_scc(scc, table.subset(set(scc)), depth))
         return self.thread_fusion(items, table)
 
+    def loop_name(self, combo: Combo) -> str:
+        names = sorted({self.scop.statement(s).iterators[j] for s, (j, _) in combo.items()})
+        return "/".join(names)
+
     def thread_scc(self, scc: list[str], sub: DependenceTable, depth: dict[str, int]) -> Item:
-        par = [c for c in self.combos(scc, depth) if classify(sub, c) == LoopKind.FORALL]
+        every = self.combos(scc, depth)
+        par = [c for c in every if classify(sub, c) == LoopKind.FORALL]
         par.sort(key=lambda c: (self.derivative(c),
                                 -sum(self.nests[s].loops.index(c[s]) for s in c)))
+        item = self._thread_scc(scc, sub, depth, par)
+        best = min(every, key=self.derivative, default=None)
+        if isinstance(item, ThreadGroup) and best is not None and best not in par \
+                and self.derivative(best) < (self.derivative(par[0]) if par else 0):
+            kind = classify(sub, best).value
+            item.why += (f"; {self.loop_name(best)} has the most negative ∂ but is {kind}"
+                         + (" (tree reductions: planned), it runs in each thread"
+                            if kind == "reduction" else ", it runs in each thread"))
+        return item
+
+    def _thread_scc(self, scc: list[str], sub: DependenceTable, depth: dict[str, int],
+                    par: list[Combo]) -> Item:
         if par and self.coalescing(par[0]):
             return ThreadGroup(scc, _disjoint(par, MAX_THREAD_DIMS),
                                why="coalescing parallelism (most negative ∂mem_cost/∂t)")
