@@ -312,9 +312,7 @@ def autotune(source: str, options: Options, language: str = "c",
     scop = base_compiled.scop
     ns = {k: v for k, v in (namespace or {}).items()
           if k in {p.name for p in scop.params}}
-    inputs = gather_inputs(scop, base, ns)    # resolves the run's sizes (and checks them)
-    sizes = {n: int(inputs.args[n]) for n in scop.size_params}
-    scalars = {p.name: inputs.args[p.name] for p in scop.scalar_params}
+    sizes, scalars = _run_sizes(scop, base, ns)
     target, _why = choose_target(base.target if base.target != "openmp" else "emulator")
     mode = "gpu" if target == "gpu" else "emulator"
     notes: list[str] = []
@@ -371,6 +369,35 @@ def autotune(source: str, options: Options, language: str = "c",
                      + "; ".join(f"{c.label()}: {c.error}" for c in failed[:3]))
     return AutotuneResult(mode, cands, best, cands[0], sizes, tune, axes, axis_index,
                           labels, time.perf_counter() - t0, notes)
+
+
+def _run_sizes(scop, options: Options, ns: Mapping) -> tuple[dict, dict]:
+    """The run's size parameters (and the scalars given), checked as a run checks
+    them: from ``--size`` without allocating anything when it names every size,
+    else through the runtime's input gathering (sizes read off the arrays)."""
+    from .errors import InputError
+    from .runtime.run import _check_context, _check_value_names, gather_inputs
+    if all(n in options.sizes for n in scop.size_params) and not options.inputs:
+        from .expr import evaluate
+        from .runtime.limits import check_memory
+        _check_value_names(scop, options.sizes)
+        sizes = {n: options.sizes[n] for n in scop.size_params}
+        bad = [n for n, v in sizes.items() if isinstance(v, bool) or not isinstance(v, int)]
+        if bad:
+            raise InputError(f"size parameter {bad[0]} must be an integer, got "
+                             f"{sizes[bad[0]]!r}")
+        _check_context(scop, sizes)
+        env = {**scop.constants, **sizes}
+        shapes = {p.name: tuple(max(int(evaluate(e, env)), 0)
+                                for e in scop.arrays[p.name].shape)
+                  for p in scop.array_params}
+        check_memory(scop, shapes, sizes)
+        scalars = {p.name: options.sizes[p.name] for p in scop.scalar_params
+                   if p.name in options.sizes}
+        return sizes, scalars
+    inputs = gather_inputs(scop, options, ns)
+    return ({n: int(inputs.args[n]) for n in scop.size_params},
+            {p.name: inputs.args[p.name] for p in scop.scalar_params})
 
 
 def _model_cost(model, tile: tuple[int, ...], block: tuple[int, ...], m_up: int

@@ -188,3 +188,12 @@ def test_magic_autotune_binds_the_chosen_configuration(monkeypatch):
     finally:
         sh.user_ns.pop("gemm", None)
         sh.user_ns.pop("A", None)
+
+
+def test_user_mistakes_are_one_line_errors(capsys):
+    path = str(ROOT / "examples" / "gemm.c")
+    for argv, words in ((["--size", "N=100000"], "GiB"), ([], "no value for size"),
+                        (["--size", "N=1.5"], "must be an integer")):
+        rc = main(["run", path, "--autotune"] + argv)
+        err = capsys.readouterr().err
+        assert rc == 2 and words in err and "Traceback" not in err, err
