@@ -51,6 +51,16 @@ class SharedDecl:
 
 
 @dataclass
+class RegisterDecl:
+    """A per-thread local (seed 004 §4.2: registers for data indexed only by the thread
+    loops): ``ctype name;`` or, one element per point a thread owns, ``ctype name[n];``.
+    Accesses to it are :class:`expr.Access` nodes naming it (0-d: no subscript)."""
+    name: str
+    ctype: str
+    shape: tuple[int, ...] = ()
+
+
+@dataclass
 class Loop:
     """``for (var = lower; var <= upper; var += step)``; bounds inclusive."""
     var: str
@@ -109,6 +119,7 @@ class Kernel:
     ints: list[str]                   # size parameters and host loop variables used
     shared: list[SharedDecl] = field(default_factory=list)
     summary: str = ""                 # one line: which loops went to blocks/threads
+    registers: list[RegisterDecl] = field(default_factory=list)   # per-thread locals
 
     @property
     def has_barrier(self) -> bool:

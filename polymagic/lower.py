@@ -20,6 +20,7 @@ from .expr import walk as walk_expr
 from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
 from .mapping import _ALL_IDS, MARK_PREFIX, KernelPlan, MappingResult
 from .memory.plan import BufferPlan
+from .memory.registers import RegisterPlan, decision_line, promote_registers
 from .scop import Scop
 
 
@@ -231,6 +232,7 @@ class _Lowerer:
         plan = self.mapping.plans[name]
         self.block_dims = plan.block
         body = self.block(body_node, True)
+        body, registers = self.registers(plan, body)
         names = _accessed_arrays(body)
         shared = [kir.SharedDecl(b.name, b.ctype, b.extents)
                   for b in self.used_buffers.values() if b.name in names]
@@ -240,7 +242,7 @@ class _Lowerer:
         kname = name[len("pm_"):] if name.startswith("pm_") else name   # as in the plan's notes
         if kname in self.kernels:            # isl generated the marked subtree twice
             kname = f"{kname}_{len(self.kernels)}"
-        used = kir.used_vars(body) - {b.name for b in shared}
+        used = kir.used_vars(body) - {b.name for b in shared} - {r.name for r in registers}
         for a in [a for a in self.scop.arrays if a in used]:
             for ext in self.scop.arrays[a].shape[1:]:      # printed into linearised subscripts
                 used |= {x.name for x in walk_expr(ext) if isinstance(x, Var)}
@@ -262,8 +264,35 @@ class _Lowerer:
             summary += "; shared: " + ", ".join(
                 f"{d.name}[{']['.join(map(str, d.shape))}]" for d in shared)
         self.kernels[kname] = kir.Kernel(kname, body, plan.block, arrays, scalars, ints,
-                                         shared=shared, summary=summary)
+                                         shared=shared, summary=summary,
+                                         registers=registers)
         return kir.Launch(kname, tuple(grid))
+
+    def registers(self, plan: KernelPlan, body: list[kir.Stmt]
+                  ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl]]:
+        """Seed 004 §4.2: the planned arrays (or their shared buffers) kept in
+        per-thread registers across the sequential loops; the plan's decision lines
+        say what was done."""
+        mem = plan.memory
+        if mem is None or not mem.registers:
+            return body, []
+        accessed = _accessed_arrays(body)
+        targets: dict[str, str] = {}
+        owner: dict[str, RegisterPlan] = {}
+        for r in mem.registers:
+            for n in [r.array] + [b.name for b in self.used_buffers.values() if b.array == r.array]:
+                if n in accessed:
+                    targets[n], owner[n] = r.ctype, r
+        members = [(mm.axis, mm.tile, mm.threads) for mm in plan.members]
+        body, decls, result = promote_registers(body, targets, members)
+        kname = plan.name[len("pm_"):]
+        for n, (made, skipped) in result.items():
+            owner[n].registers += made
+            owner[n].skipped += skipped
+        for r in mem.registers:
+            if 0 <= r.line < len(mem.decisions):
+                mem.decisions[r.line] = decision_line(kname, r)
+        return body, decls
 
 
 def _accessed_arrays(body: list[kir.Stmt]) -> set[str]:

@@ -274,6 +274,19 @@ class _Mapper:
         elif self.options.shared != "none":
             plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name[3:],
                                              host_prefix)
+        if self.options.registers and m:
+            from .memory.registers import plan_registers
+            mapped = full.drop_dims(isl.dim_type.set, m, n - m) if n > m else full
+            point = host_prefix.flat_range_product(isl.UnionMap.from_multi_union_pw_aff(mapped))
+            if plan.memory is None:
+                plan.memory = KernelMemory()
+            regs, lines = plan_registers(self.scop, domain, point, name[3:],
+                                         [mm.loop for mm in members],
+                                         [_member_text(full, i) for i in range(m, n)],
+                                         n_host=node.get_schedule_depth())
+            for r in regs:
+                r.line += len(plan.memory.decisions)
+            plan.memory.registers, plan.memory.decisions = regs, plan.memory.decisions + lines
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(_id_bounds(thread_ctx)))

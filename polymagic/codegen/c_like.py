@@ -142,6 +142,8 @@ class CLikePrinter:
         self.program = program
         self.kernel = kernel
         self.shared: dict[str, kir.SharedDecl] = {s.name: s for s in kernel.shared} if kernel else {}
+        self.registers: dict[str, kir.RegisterDecl] = (
+            {r.name: r for r in kernel.registers} if kernel else {})
         self._mode = "load"
         self.cprinter = CPrinter(names=_HookNames(self), access=self._print_access,
                                  funcs=_HookFuncs(self))
@@ -184,8 +186,15 @@ class CLikePrinter:
             return f"{acc.array}[0]"
         return acc.array + "".join(f"[{self.expr(i)}]" for i in acc.index)
 
+    def register_access(self, acc: Access, decl: kir.RegisterDecl) -> str:
+        """A per-thread register: ``r`` or, one per point, ``r[u]`` (seed 004 §4.2)."""
+        return acc.array + "".join(f"[{self.expr(i)}]" for i in acc.index)
+
     def access(self, acc: Access, mode: str = "load") -> str:
-        """Dispatch an access to :meth:`shared_access` or :meth:`global_access`."""
+        """Dispatch an access to :meth:`register_access`, :meth:`shared_access` or
+        :meth:`global_access`."""
+        if acc.array in self.registers:
+            return self.register_access(acc, self.registers[acc.array])
         if acc.array in self.shared:
             return self.shared_access(acc, self.shared[acc.array], mode)
         try:
@@ -292,11 +301,19 @@ class CLikePrinter:
         dims = "".join(f"[{d}]" for d in decl.shape) or "[1]"
         return f"{self.shared_qualifier}{decl.ctype} {decl.name}{dims};"
 
+    def register_decl(self, decl: kir.RegisterDecl) -> str:
+        """``float r = 0;`` or ``float r[4] = {0};`` (zeroed: every path is defined)."""
+        if not decl.shape:
+            return f"{decl.ctype} {decl.name} = 0;"
+        return f"{decl.ctype} {decl.name}{''.join(f'[{d}]' for d in decl.shape)} = {{0}};"
+
     def print_kernel_body(self, level: int = 1) -> str:
-        """The kernel's shared declarations and body, as text (no signature)."""
+        """The kernel's shared and register declarations and body, as text (no
+        signature)."""
         assert self.kernel is not None
         ind = self.indent_unit * level
         lines = [ind + self.shared_decl(d) for d in self.kernel.shared]
+        lines += [ind + self.register_decl(d) for d in self.kernel.registers]
         lines += self.print_body(self.kernel.body, level)
         return "\n".join(lines) + ("\n" if lines else "")
 
@@ -312,7 +329,7 @@ def free_vars(kernel: kir.Kernel, program: kir.Program) -> set[str]:
         elif isinstance(s, kir.Let):
             bound.add(s.var)
     used = {v for v in kir.used_vars(kernel.body)}
-    shared = {s.name for s in kernel.shared}
+    shared = {s.name for s in kernel.shared} | {r.name for r in kernel.registers}
     arrays = set()
     for s in kir.walk(kernel.body):
         exprs: list[Expr] = []

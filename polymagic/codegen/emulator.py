@@ -166,7 +166,7 @@ def _check_kernel(program: kir.Program, k: kir.Kernel) -> None:
             raise CompileError(f"kernel {k.name}: scalar {s!r} is not in Program.scalars")
     if len(k.block) != 3 or any(int(b) < 1 for b in k.block):
         raise CompileError(f"kernel {k.name}: block dims {k.block} must be three positive ints")
-    shared = {s.name for s in k.shared}
+    shared = {s.name for s in k.shared} | {r.name for r in k.registers}
     used_arrays: set[str] = set()
     for s in kir.walk(k.body):
         if isinstance(s, kir.Launch):
@@ -235,6 +235,8 @@ def print_kernel(program: kir.Program, k: kir.Kernel, kid: int, array_ids: dict[
         out.append(f"  PM_UNUSED const int {name} = {src};")
     for d in k.shared:
         out.append("  " + pr.shared_decl(d))
+    for r in k.registers:
+        out.append("  " + pr.register_decl(r))
     out += pr.print_body(k.body, 1)
     out.append("}")
     out.append("")

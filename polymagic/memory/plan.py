@@ -25,6 +25,7 @@ import islpy as isl
 from .. import kir
 from ..options import Options
 from ..scop import Scop
+from .registers import RegisterPlan
 from .scratchpad import (Box, Partition, bounding_box, copy_in_hull, data_spaces, partition,
                          reuse)
 
@@ -61,6 +62,7 @@ class BufferPlan:
 class KernelMemory:
     buffers: list[BufferPlan] = field(default_factory=list)
     decisions: list[str] = field(default_factory=list)   # one line per array
+    registers: list[RegisterPlan] = field(default_factory=list)   # seed 004 §4.2
 
     @property
     def shared_bytes(self) -> int:

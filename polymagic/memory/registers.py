@@ -1,0 +1,346 @@
+"""Registers for data indexed only by the thread loops (seed 004 §4.2).
+
+Baskaran et al. (CC 2010, §4.2) keep in registers the arrays whose accesses vary
+only with the loops mapped to threads: every thread point then touches its own
+element, so the element can live in a per-thread local across the sequential loops
+(gemm's accumulator ``C[i][j]`` across the ``k`` loop) and global (or shared) memory
+is read once before those loops and written once after them.
+
+Two steps:
+
+* :func:`plan_registers` decides per array, with isl, on the kernel's statement
+  instances: the relation ``{ thread point -> A[a] }`` (thread point = host loops and
+  the band members mapped to blocks/threads) must be single-valued (the subscripts
+  depend only on the thread loops) and injective (no two thread points share an
+  element), and some thread point must run several instances (reuse across a
+  sequential loop).  One decision line per array goes to the report.
+* :func:`promote_registers` applies the decision in the Kernel IR, so the emulator
+  checks exactly what the GPU runs: the outermost loop ``L`` around the references
+  whose subscripts are invariant in ``L`` gets a load before it and a store after
+  it, the references inside become the register.  When the subscripts depend on
+  thread point loops inside ``L`` (a thread owning several points of the tile, the
+  cyclic distribution of §4.3), one register per point is kept: the point loops are
+  rewritten with constant trip counts (``for (u = 0; u < T/B; u++)``, unrolled, so
+  the register index is a compile-time constant), and skipped, with a reason, when
+  the trip count is not known.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import islpy as isl
+
+from .. import kir
+from ..expr import Access, Assign, Binary, Expr, Int, Var, accesses, map_expr
+from ..expr import walk as walk_expr
+from ..scop import Scop
+
+#: Most registers one array may take per thread (one per point a thread owns).
+MAX_REGISTERS = 16
+
+
+@dataclass
+class RegisterPlan:
+    """An array whose references of this kernel go to per-thread registers."""
+    array: str
+    ctype: str
+    statements: list[str]
+    reason: str
+    line: int = -1                               # index of its line in KernelMemory.decisions
+    registers: list[str] = field(default_factory=list)   # names made by promote_registers
+    skipped: list[str] = field(default_factory=list)     # why a site kept memory
+
+
+def _texts(names: list[str]) -> str:
+    return ", ".join(names) if names else "none"
+
+
+def _private(per_point: isl.UnionMap, n_host: int) -> bool:
+    """No two thread points of one launch (same host loop values, the first
+    ``n_host`` dims) touch one element."""
+    pairs = per_point.apply_range(per_point.reverse())
+    if pairs.is_empty():
+        return True
+    deltas = isl.Set.from_union_set(pairs.deltas())
+    n = deltas.dim(isl.dim_type.set)
+    same_launch = deltas
+    for d in range(n_host):
+        same_launch = same_launch.fix_val(isl.dim_type.set, d, isl.Val(0))
+    zero = deltas
+    for d in range(n):
+        zero = zero.fix_val(isl.dim_type.set, d, isl.Val(0))
+    return same_launch.is_subset(zero)
+
+
+def plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
+                   kernel: str, thread_loops: list[str], seq_loops: list[str],
+                   n_host: int = 0) -> tuple[list[RegisterPlan], list[str]]:
+    """Seed 004 §4.2: the arrays of a kernel whose elements stay in registers.
+
+    ``domain`` holds the kernel's statement instances, ``point`` maps each to its
+    thread point (the ``n_host`` host loops, then the mapped band members).  Returns the plans and one
+    decision line per array accessed by the kernel."""
+    point = point.intersect_domain(domain)
+    plans: list[RegisterPlan] = []
+    lines: list[str] = []
+    arrays: dict[str, list] = {}
+    for s in scop.statements:
+        if domain.extract_set(s.domain.get_space()).is_empty():
+            continue
+        for a in s.accesses:
+            arrays.setdefault(a.array, []).append((s, a))
+    for array in [a for a in scop.arrays if a in arrays]:
+        refs = arrays[array]
+        rel = isl.UnionMap.empty(point.get_space())
+        for s, a in refs:
+            rel = rel.union(isl.UnionMap.from_map(a.relation).intersect_domain(domain))
+        if rel.is_empty():
+            continue
+        per_point = point.reverse().apply_range(rel)
+        head = f"{kernel}: {array}: "
+        if not scop.arrays[array].shape:
+            lines.append(head + "not in a register (a scalar shared by every thread)")
+            continue
+        if not per_point.is_single_valued():
+            lines.append(head + "not in a register (its subscripts vary with loops other "
+                         f"than the thread loops {_texts(thread_loops)})")
+            continue
+        if not _private(per_point, n_host):
+            lines.append(head + "not in a register (several thread points of a launch touch "
+                         "one element)")
+            continue
+        stmts = sorted({s.name for s, _ in refs}, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
+        touching = isl.UnionSet.empty(domain.get_space())
+        for s, _ in refs:
+            touching = touching.union(domain.intersect(isl.UnionSet.from_set(s.domain)))
+        if point.intersect_domain(touching).is_injective():
+            lines.append(head + "not in a register (one access per thread point: no reuse)")
+            continue
+        reason = (f"subscripts vary only with the thread loops {_texts(thread_loops)}; "
+                  f"reused across {_texts(seq_loops) if seq_loops else 'the loops inside'}")
+        plan = RegisterPlan(array, scop.arrays[array].ctype, stmts, reason, line=len(lines))
+        lines.append(head + f"register planned ({reason})")
+        plans.append(plan)
+    return plans, lines
+
+
+def decision_line(kernel: str, plan: RegisterPlan) -> str:
+    """The report line of a register plan after :func:`promote_registers`."""
+    head = f"{kernel}: {plan.array}: "
+    if plan.registers:
+        return head + f"register {', '.join(plan.registers)} per thread ({plan.reason})"
+    why = "; ".join(sorted(set(plan.skipped))) or "no loop to hoist the accesses out of"
+    return head + f"not in a register ({why})"
+
+
+# ---- the Kernel IR pass ----------------------------------------------------------------
+
+def _vars(e: Expr) -> set[str]:
+    return {x.name for x in walk_expr(e) if isinstance(x, Var)}
+
+
+def _header_vars(s: kir.Stmt) -> set[str]:
+    if isinstance(s, kir.Loop):
+        return _vars(s.lower) | _vars(s.upper)
+    if isinstance(s, kir.Let):
+        return _vars(s.value)
+    if isinstance(s, kir.If):
+        return _vars(s.cond)
+    return set()
+
+
+def _bound(body: list[kir.Stmt]) -> set[str]:
+    return {s.var for s in kir.walk(body) if isinstance(s, (kir.Loop, kir.Let))}
+
+
+def _names_in(c: kir.Compute, name: str) -> list[Access]:
+    return [a for a in accesses(c.assign.target) + accesses(c.assign.value) if a.array == name]
+
+
+class _Else:
+    """Path marker: the reference lies in the else branch of ``stmt``."""
+
+    def __init__(self, stmt: kir.If):
+        self.stmt = stmt
+
+
+def _sites(body: list[kir.Stmt], name: str, path: list
+           ) -> list[tuple[list, kir.Compute]]:
+    """Computes under ``body`` that access ``name``, with the statements around each
+    (loops, ifs, and the lets before it), outermost first."""
+    out = []
+    cur = list(path)
+    for s in body:
+        if isinstance(s, kir.Let):
+            cur = cur + [s]
+        elif isinstance(s, kir.Compute):
+            if _names_in(s, name):
+                out.append((cur, s))
+        elif isinstance(s, kir.Loop):
+            out += _sites(s.body, name, cur + [s])
+        elif isinstance(s, kir.If):
+            out += _sites(s.then, name, cur + [s]) + _sites(s.orelse, name, cur + [_Else(s)])
+    return out
+
+
+class RegisterPromoter:
+    """Applies register plans to one kernel body (seed 004 §4.2)."""
+
+    def __init__(self, members, counter_start: int = 0):
+        # members: (axis, tile, threads) of the mapped band members
+        self.members = list(members)
+        self.decls: list[kir.RegisterDecl] = []
+        self.reasons: list[str] = []
+        self.n = counter_start
+
+    def trips(self, loop: kir.Loop) -> int | None:
+        """Constant trip count bound of a thread point loop (``ceil(T/B)``), or None."""
+        lv = _vars(loop.lower)
+        for axis, tile, threads in self.members:
+            if threads < tile and loop.step == threads and kir.THREAD_IDS[axis] in lv:
+                return -(-tile // threads)
+        return None
+
+    def run(self, body: list[kir.Stmt], name: str, ctype: str) -> list[kir.Stmt]:
+        out: list[kir.Stmt] = []
+        for s in body:
+            if isinstance(s, kir.Loop) and _sites(s.body, name, []):
+                hoisted = self.hoist(s, name, ctype)
+                if isinstance(hoisted, list):
+                    out += hoisted
+                    continue
+                self.reasons.append(hoisted)
+                out.append(kir.Loop(s.var, s.lower, s.upper, s.step,
+                                    self.run(s.body, name, ctype), s.unroll))
+            elif isinstance(s, kir.If):
+                out.append(kir.If(s.cond, self.run(s.then, name, ctype),
+                                  self.run(s.orelse, name, ctype)))
+            else:
+                out.append(s)
+        return out
+
+    def hoist(self, L: kir.Loop, name: str, ctype: str) -> list[kir.Stmt] | str:
+        """Load before ``L``, store after it, the register inside; or why not."""
+        sites = _sites(L.body, name, [])
+        inner = _bound(L.body) | {L.var}
+        index = None
+        keep: list[kir.Stmt] | None = None
+        written = False
+        for path, c in sites:
+            idx = {a.index for a in _names_in(c, name)}
+            if len(idx) != 1 or (index is not None and idx != {index}):
+                return f"references with different subscripts in one loop ({L.var})"
+            index = idx.pop()
+            written |= c.assign.target.array == name
+            needed = set().union(*(_vars(e) for e in index)) & inner
+            if L.var in needed:
+                return f"subscripts vary with loop {L.var}"
+            chosen: list[kir.Stmt] = []
+            for s in reversed(path):
+                if isinstance(s, (kir.Loop, kir.Let)) and s.var in needed:
+                    chosen.append(s)
+                    needed |= _header_vars(s) & inner
+                    needed.discard(s.var)
+            if needed:
+                return f"subscripts depend on {', '.join(sorted(needed))} inside loop {L.var}"
+            pvars = {s.var for s in chosen}
+            rep = []
+            for s in path:
+                if isinstance(s, _Else):
+                    return "the reference is in an else branch"
+                if isinstance(s, kir.If):
+                    if _header_vars(s) & inner - pvars:
+                        return f"the reference is guarded by a condition on loop {L.var}'s body"
+                    rep.append(s)
+                elif any(s is x for x in chosen):
+                    rep.append(s)
+            if keep is None:
+                keep = rep
+            elif len(keep) != len(rep) or any(a is not b for a, b in zip(keep, rep)):
+                return f"references under different loops inside loop {L.var}"
+        assert keep is not None and index is not None
+        loops = [s for s in keep if isinstance(s, kir.Loop)]
+        trips = []
+        for lp in loops:
+            t = self.trips(lp)
+            if t is None:
+                return (f"the thread point loop {lp.var} has no constant trip count "
+                        "(one register per point needs one)")
+            trips.append(t)
+        nregs = math.prod(trips)
+        if nregs > MAX_REGISTERS:
+            return f"{nregs} points per thread need more than {MAX_REGISTERS} registers"
+        rname = f"pm_r{self.n}_{name}"
+        self.n += 1
+        self.decls.append(kir.RegisterDecl(rname, ctype, (nregs,) if loops else ()))
+        uvar = {id(lp): f"{lp.var}_u" for lp in loops}
+        reg_idx: Expr | None = None
+        for lp, t in zip(loops, trips):
+            reg_idx = Var(uvar[id(lp)]) if reg_idx is None else \
+                Binary("+", Binary("*", reg_idx, Int(t)), Var(uvar[id(lp)]))
+        reg = Access(rname, (reg_idx,) if reg_idx is not None else ())
+        glob = Access(name, index)
+
+        def const_trip(lp: kir.Loop, t: int, body: list[kir.Stmt]) -> kir.Loop:
+            u = uvar[id(lp)]
+            first = Binary("+", lp.lower, Binary("*", Int(lp.step), Var(u)))
+            return kir.Loop(u, Int(0), Int(t - 1), 1,
+                            [kir.Let(lp.var, first),
+                             kir.If(Binary("<=", Var(lp.var), lp.upper), body)], unroll=True)
+
+        def nest(stmt: kir.Stmt) -> list[kir.Stmt]:
+            body: list[kir.Stmt] = [stmt]
+            for s in reversed(keep):
+                if isinstance(s, kir.If):
+                    body = [kir.If(s.cond, body)]
+                elif isinstance(s, kir.Let):
+                    body = [s] + body
+                else:
+                    body = [const_trip(s, trips[loops.index(s)], body)]
+            return body
+
+        def rewrite(body: list[kir.Stmt]) -> list[kir.Stmt]:
+            out: list[kir.Stmt] = []
+            for s in body:
+                if isinstance(s, kir.Loop):
+                    nb = rewrite(s.body)
+                    if any(s is lp for lp in loops):
+                        out.append(const_trip(s, trips[loops.index(s)], nb))
+                    else:
+                        out.append(kir.Loop(s.var, s.lower, s.upper, s.step, nb, s.unroll))
+                elif isinstance(s, kir.If):
+                    out.append(kir.If(s.cond, rewrite(s.then), rewrite(s.orelse)))
+                elif isinstance(s, kir.Compute) and _names_in(s, name):
+                    f = (lambda e: reg if isinstance(e, Access) and e.array == name else None)
+                    t = reg if s.assign.target.array == name else map_expr(s.assign.target, f)
+                    out.append(kir.Compute(s.stmt, Assign(t, s.assign.op,
+                                                          map_expr(s.assign.value, f))))
+                else:
+                    out.append(s)
+            return out
+
+        new_L = kir.Loop(L.var, L.lower, L.upper, L.step, rewrite(L.body), L.unroll)
+        block = nest(kir.Compute(f"pm_rin_{rname}", Assign(reg, "=", glob))) + [new_L]
+        if written:
+            block += nest(kir.Compute(f"pm_rout_{rname}", Assign(glob, "=", reg)))
+        return [kir.If(Binary("<=", L.lower, L.upper), block)]
+
+
+def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
+                      ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl], dict[str, tuple[list[str], list[str]]]]:
+    """Apply register plans to a kernel body.
+
+    ``targets`` maps each access name to promote (an array, or its shared buffer) to
+    its C type; ``members`` lists ``(axis, tile, threads)`` of the mapped band
+    members.  Returns the new body, the register declarations, and per name the
+    registers made and the reasons sites were skipped."""
+    pr = RegisterPromoter(members)
+    result: dict[str, tuple[list[str], list[str]]] = {}
+    for name, ctype in targets.items():
+        before = len(pr.decls)
+        pr.reasons = []
+        body = pr.run(body, name, ctype)
+        made = [d.name + "".join(f"[{n}]" for n in d.shape) for d in pr.decls[before:]]
+        result[name] = (made, [] if made else list(pr.reasons))
+    return body, pr.decls, result

@@ -1,0 +1,135 @@
+"""Registers for data indexed only by the thread loops (seed 004 §4.2).
+
+gemm's accumulator ``C[i][j]`` is planned into a register (asserted on the plan), the
+KIR keeps it in a per-thread local across the k loop (one per point when a thread
+owns several points of the tile), the emulator's global-load count falls by the
+predicted amount, and every example gives emulator == CPU with registers on and off.
+"""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from polymagic import kir
+from polymagic.codegen.nvrtc import compile_cuda
+from polymagic.options import Options, parse_options
+from polymagic.pipeline import compile_source
+from polymagic.runtime.run import run
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+# small sizes (not multiples of the tiles), as in test_end_to_end
+SIZES = {
+    "gemm": {"N": 21}, "gemm-polybench": {"ni": 19, "nj": 13, "nk": 11},
+    "2mm": {"ni": 11, "nj": 9, "nk": 13, "nl": 10}, "atax": {"m": 13, "n": 11},
+    "bicg": {"m": 11, "n": 15}, "mvt": {"n": 13}, "gesummv": {"n": 15},
+    "syrk": {"n": 11, "m": 9}, "doitgen": {"nr": 7, "nq": 5, "np": 9},
+    "covariance": {"m": 9, "n": 11}, "jacobi-1d": {"tsteps": 3, "n": 30},
+    "jacobi-2d": {"tsteps": 2, "n": 13}, "fdtd-2d": {"tmax": 2, "nx": 9, "ny": 11},
+    "seidel-2d": {"tsteps": 2, "n": 9}, "lu": {"n": 11},
+}
+
+
+def _src(name: str) -> str:
+    return (EXAMPLES / f"{name}.c").read_text()
+
+
+def _compile(name: str, **kw):
+    opts = Options(sizes=SIZES.get(name, {}), target="emulator", **kw)
+    return compile_source(_src(name), opts), opts
+
+
+def _run(name: str, **kw):
+    c, opts = _compile(name, **kw)
+    r = run(c, opts)
+    assert r.ok, f"{name} {kw}: {r.message}"
+    return c, r
+
+
+def _plan(c):
+    from polymagic.mapping import map_schedule
+    return map_schedule(c.scop, c.schedule, Options(sizes={"N": 21})).plans
+
+
+def _registers(c) -> dict[str, list[kir.RegisterDecl]]:
+    return {k.name: k.registers for k in c.program.kernels.values()}
+
+
+def test_gemm_accumulator_is_planned_into_a_register():
+    c, _ = _compile("gemm", shared="none")
+    (plan,) = _plan(c).values()
+    (reg,) = plan.memory.registers
+    assert reg.array == "C" and reg.statements == ["S0"]
+    assert "thread loops i, j" in reg.reason and "reused across k" in reg.reason
+    lines = [d for d in c.notes if d.startswith("kernel0: ")]
+    assert "kernel0: C: register pm_r0_C per thread (subscripts vary only with the thread " \
+           "loops i, j; reused across k)" in lines
+    assert any(d.startswith("kernel0: A: not in a register") for d in lines)
+    assert any(d.startswith("kernel0: B: not in a register") for d in lines)
+    # one register line per array
+    assert len([d for d in lines if "register" in d]) == 3
+
+
+def test_gemm_register_in_the_kir_and_cuda():
+    c, _ = _compile("gemm", shared="none")
+    assert _registers(c) == {"kernel0": [kir.RegisterDecl("pm_r0_C", "float", ())]}
+    assert "float pm_r0_C = 0;" in c.cuda
+    assert "pm_r0_C += alpha * A[" in c.cuda
+    # the sequential k loop holds no global access to C
+    k = c.program.kernels["kernel0"]
+    for s in kir.walk(k.body):
+        if isinstance(s, kir.Loop) and s.var == "pm_c4":
+            assert "C[" not in repr(s.body).replace("Access(array='pm_r0_C'", "")
+
+
+def test_cyclic_threads_get_one_register_per_point():
+    """Tile 32 over 8 threads in y: each thread owns 4 points of i, so 4 registers,
+    held across the k sub-tile loop with unrolled constant-trip point loops."""
+    c, _ = _compile("gemm")
+    (decl,) = c.program.kernels["kernel0"].registers
+    assert decl.shape == (4,)
+    assert "#pragma unroll" in c.cuda and f"{decl.name}[pm_c3_u] +=" in c.cuda
+    assert any("register pm_r0_sh0_C[4] per thread" in n for n in c.notes)
+
+
+def test_no_registers_option():
+    c, _ = _compile("gemm", shared="none", registers=False)
+    assert _registers(c) == {"kernel0": []}
+    assert not any("register" in n for n in c.notes)
+    assert parse_options("--no-registers").registers is False
+
+
+@pytest.mark.parametrize("shared", ["auto", "none"])
+def test_gemm_global_loads_fall_with_registers(shared):
+    n = 21
+    _, on = _run("gemm", shared=shared)
+    _, off = _run("gemm", shared=shared, registers=False)
+    if shared == "none":
+        # C[i][j] read once per (i, j) instead of once per (i, j, k); stored once
+        assert off.counters["loads"] == 3 * n ** 3
+        assert on.counters["loads"] == 2 * n ** 3 + n ** 2
+        assert (off.counters["stores"], on.counters["stores"]) == (n ** 3, n ** 2)
+    else:  # C is already in a shared buffer: registers save shared, not global traffic
+        assert on.counters["loads"] == off.counters["loads"]
+
+
+@pytest.mark.parametrize("name", sorted(SIZES))
+@pytest.mark.parametrize("shared", ["auto", "none"])
+def test_examples_match_cpu_with_registers_on_and_off(name, shared):
+    _, on = _run(name, shared=shared)
+    _, off = _run(name, shared=shared, registers=False)
+    assert on.counters["loads"] <= off.counters["loads"]
+
+
+def test_small_tiles_several_points_per_thread():
+    _run("gemm", tile=(8, 8, 4), block=(4, 2))
+    _run("gemm", tile=(8, 8), block=(4, 2), shared="none")
+
+
+@pytest.mark.parametrize("shared", ["auto", "none"])
+@pytest.mark.parametrize("name", ["gemm", "2mm", "syrk", "doitgen", "covariance"])
+def test_register_code_compiles_with_nvrtc(name, shared):
+    c, _ = _compile(name, shared=shared)
+    assert any(k.registers for k in c.program.kernels.values())
+    assert b".entry" in compile_cuda(c.cuda, "sm_90")
