@@ -61,6 +61,17 @@ class RegisterDecl:
 
 
 @dataclass
+class ConstantDecl:
+    """A read-only array read from ``__constant__`` memory on the GPU (seed 004 §4.2):
+    symbol ``name`` of ``capacity`` elements holds the whole of global array ``array``
+    (row-major); the emulator reads ``array`` itself."""
+    name: str
+    ctype: str
+    capacity: int
+    array: str
+
+
+@dataclass
 class Loop:
     """``for (var = lower; var <= upper; var += step)``; bounds inclusive."""
     var: str
@@ -135,6 +146,7 @@ class Program:
     host: list[Stmt]                  # Loop / If / Let / Launch only
     kernels: dict[str, Kernel]
     dtype_of_index: str = "int"
+    constants: dict[str, ConstantDecl] = field(default_factory=dict)   # by array name
 
     def launches(self) -> list[Launch]:
         return [s for s in walk(self.host) if isinstance(s, Launch)]

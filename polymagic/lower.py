@@ -489,6 +489,7 @@ def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
     host = low.block(ast, False)
     arrays = {n: kir.ArrayDecl(n, a.ctype, a.shape, kind=a.kind) for n, a in scop.arrays.items()}
     scalars = {p.name: p.ctype for p in scop.scalar_params}
-    return kir.Program(scop.name, arrays, scop.size_params, scalars, host, low.kernels)
+    return kir.Program(scop.name, arrays, scop.size_params, scalars, host, low.kernels,
+                       constants=dict(mapping.constants))
 
 

@@ -34,6 +34,7 @@ from .expr import walk as walk_expr
 from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
 from .memory.plan import (BufferPlan, CopyNamer, KernelMemory, atomic, graft_copies,
                           plan_kernel_memory)
+from .memory.constant import ConstantChooser
 from .options import Options
 from .schedule import ScheduleResult
 from .scop import Scop
@@ -85,6 +86,7 @@ class MappingResult:
     host_loops: list[str]
     copies: dict[str, tuple[str, BufferPlan]] = field(default_factory=dict)
     local_copies: dict = field(default_factory=dict)   # seed 001 moves: stmt -> (kind, LocalBuffer)
+    constants: dict[str, kir.ConstantDecl] = field(default_factory=dict)
 
 
 # ---- schedule tree transformation ---------------------------------------------------
@@ -154,6 +156,7 @@ class _Mapper:
         self.host_loops: list[str] = []
         self.namer = CopyNamer()
         self.local_copies: dict = {}
+        self.constants = ConstantChooser(scop, options.sizes)
 
     def new_name(self) -> str:
         return f"{MARK_PREFIX}{len(self.plans)}"
@@ -287,6 +290,9 @@ class _Mapper:
             for r in regs:
                 r.line += len(plan.memory.decisions)
             plan.memory.registers, plan.memory.decisions = regs, plan.memory.decisions + lines
+        if m:
+            self.constant_arrays(plan, domain, host_prefix, full, n, m,
+                                 node.get_schedule_depth())
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(_id_bounds(thread_ctx)))
@@ -296,6 +302,25 @@ class _Mapper:
         node = node.insert_filter(block_filt.intersect_params(_id_bounds(block_ctx)))
         self.plans[name] = plan
         return node.insert_mark(isl.Id(name))
+
+    def constant_arrays(self, plan: KernelPlan, domain: isl.UnionSet, host_prefix: isl.UnionMap,
+                        full: isl.MultiUnionPwAff, n: int, m: int, n_host: int) -> None:
+        """Seed 004 §4.2: read-only arrays the same for every thread go to
+        ``__constant__`` memory (not to shared buffers)."""
+        mapped = full.drop_dims(isl.dim_type.set, m, n - m) if n > m else full
+        point = host_prefix.flat_range_product(isl.UnionMap.from_multi_union_pw_aff(mapped))
+        chosen, lines = self.constants.consider(plan.name[3:], domain, point, n_host)
+        if not lines and not chosen:
+            return
+        if plan.memory is None:
+            plan.memory = KernelMemory()
+        mem = plan.memory
+        dropped = {b.array for b in mem.buffers if b.array in chosen}
+        mem.buffers = [b for b in mem.buffers if b.array not in chosen]
+        heads = {f"{plan.name[3:]}: {a}: " for a in dropped}
+        mem.decisions = [next((h + "not buffered (read from __constant__ memory)"
+                               for h in heads if d.startswith(h) and "register" not in d), d)
+                         for d in mem.decisions] + lines
 
     def sub_tile_sizes(self, m: int, s: int) -> tuple[int, ...]:
         """Sizes of the sequential (sub-tile) members: from --tile after the first m."""
@@ -563,7 +588,8 @@ def map_schedule(scop: Scop, sched: ScheduleResult, options: Options) -> Mapping
     root = sched.schedule.align_params(_mapped_param_space(scop)).get_root()
     node = mapper.visit(root.child(0)) if root.n_children() else root
     return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops,
-                         mapper.namer.copies, mapper.local_copies)
+                         mapper.namer.copies, mapper.local_copies,
+                         constants=mapper.constants.decls())
 
 
 def _mapped_param_space(scop: Scop) -> isl.Space:

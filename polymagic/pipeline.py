@@ -48,6 +48,10 @@ def compile_source(source: str, options: Options | None = None, language: str = 
     options = options or Options()
     key = (source, language, options.key())
     hit = _CACHE.get(key)
+    if hit is not None and _size_dependent(hit):
+        # __constant__ memory is chosen at the given sizes: cache per size values
+        key = key + (_size_values(hit.scop, options),)
+        hit = _CACHE.get(key)
     if hit is not None:
         return hit
     t0 = time.perf_counter()
@@ -70,5 +74,18 @@ def compile_source(source: str, options: Options | None = None, language: str = 
         host_py = print_host_python(program)
     c = Compiled(scop, deps, sched, program, cuda, host_py, time.perf_counter() - t0,
                  summary, notes)
-    _CACHE[key] = c
+    _CACHE[key[:3]] = c
+    if _size_dependent(c):
+        _CACHE[key[:3] + (_size_values(scop, options),)] = c
     return c
+
+
+def _size_dependent(c: Compiled) -> bool:
+    """Whether the code depends on the values of the sizes (``__constant__`` memory
+    is decided at the given sizes, seed 004 §4.2)."""
+    return bool(c.program.constants) or any(
+        "give --size" in n or "would bring the constant arrays" in n for n in c.notes)
+
+
+def _size_values(scop: Scop, options: Options) -> tuple:
+    return tuple((p, options.sizes.get(p)) for p in scop.size_params)

@@ -9,12 +9,22 @@ arguments, scalars keep their C type.
 from __future__ import annotations
 
 from .. import kir
+from ..expr import linearize, row_major_strides
 from .c_like import PRELUDE_MACROS, CLikePrinter, kernel_params
 
 
 class CudaPrinter(CLikePrinter):
     shared_qualifier = "__shared__ "
     barrier_text = "__syncthreads();"
+
+    def global_access(self, acc, decl: kir.ArrayDecl, mode: str) -> str:
+        """Arrays in ``__constant__`` memory (seed 004 §4.2) are read from their
+        symbol, row-major over the declared shape; others as global arrays."""
+        const = self.program.constants.get(acc.array)
+        if const is None or mode != "load":
+            return super().global_access(acc, decl, mode)
+        lin = linearize(acc.index, row_major_strides(decl.shape))
+        return f"{const.name}[{self.expr(lin)}]"
 
     def mapped_id(self, name: str) -> str:
         # signed: isl's bounds subtract from ids (``N - 32 * blockIdx.y - 1``)
@@ -42,5 +52,7 @@ def print_kernel(program: kir.Program, kernel: kir.Kernel) -> str:
 def print_cuda(program: kir.Program) -> str:
     """The CUDA translation unit holding every kernel of ``program``."""
     parts = [f"/* polymagic: CUDA kernels for {program.name} */", PRELUDE_MACROS]
+    parts += [f"__constant__ {c.ctype} {c.name}[{c.capacity}];  /* {c.array}, read-only */\n"
+              for c in program.constants.values()]
     parts += [print_kernel(program, k) for k in program.kernels.values()]
     return "\n".join(parts)

@@ -200,6 +200,7 @@ class GpuModule:
             if compiled.scop.arrays[n].kind == "param"])
         self.device_name = device_name()
         self._fns: dict[str, dict] = {}
+        self._mods: dict[str, object] = {}
         self.functions = self._functions(self.program, compiled.cuda)
 
     def _functions(self, program: kir.Program, source: str | None = None) -> dict:
@@ -218,7 +219,29 @@ class GpuModule:
                     raise CompileError(f"CuPy/NVRTC could not compile the generated CUDA:\n{e}") from None
                 raise
             self._fns[source] = fns
+            self._mods[source] = mod
         return fns
+
+    def _upload_constants(self, program: kir.Program, sources) -> None:
+        """Copy the arrays read from ``__constant__`` memory (seed 004 §4.2) to their
+        symbols (``RawModule.get_global``) before the launches; an array larger than
+        the symbol compiled for it is refused with the sizes to recompile with."""
+        if not program.constants:
+            return
+        from ..codegen.cuda import print_cuda
+        source = self.compiled.cuda if program is self.program else print_cuda(program)
+        self._functions(program, source)
+        mod = self._mods[source]
+        for name, c in program.constants.items():
+            host = np.ascontiguousarray(np.asarray(sources[name]),
+                                        dtype=DTYPES[c.ctype]).reshape(-1)
+            if host.size > c.capacity:
+                raise DeviceError(
+                    f"{name}: {host.size} elements do not fit the __constant__ symbol "
+                    f"{c.name} compiled for at most {c.capacity} (constant memory holds 64 KB): "
+                    f"compile again with these sizes (--size)")
+            ptr = mod.get_global(c.name)
+            ptr.copy_from_host(host.ctypes.data, host.nbytes)
 
     def _temps(self, cp, ints: Mapping[str, int]) -> dict:
         return {n: cp.zeros(temp_shape(d, ints), dtype=DTYPES[d.ctype])
@@ -291,6 +314,7 @@ class GpuModule:
             keep.append(cp.zeros(1, dtype=DTYPES[variant.arrays[n].ctype]))
             args[n] = keep[-1]
         args.update(self._temps(cp, ints))
+        self._upload_constants(variant, sources)
         counter = [0]
         ev[2].record()
         host(dict(ses.ints), self._launcher(variant, fns, args, ses.ints, scalars, counter))
@@ -422,6 +446,7 @@ class GpuModule:
             counter[0] += 1
             stats.launches += 1
 
+        self._upload_constants(variant, sources)
         t0 = time.perf_counter()
         self.host(dict(ints), launch)
         cp.cuda.Device().synchronize()
