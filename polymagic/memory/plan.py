@@ -103,6 +103,92 @@ def _array_bounds(scop: Scop, array: str) -> isl.Set | None:
         return None
 
 
+# ---- dependence-based copy minimisation (seed 000 §3.1.4) ----------------------------
+
+def _refs_rel(scop: Scop, dom: isl.UnionSet, array: str, keep) -> isl.UnionMap:
+    """Union of the access relations of ``array`` (restricted to ``dom``) that
+    ``keep(stmt, k, access)`` accepts."""
+    out = None
+    for s in scop.statements:
+        sdom = dom.extract_set(s.domain.get_space())
+        if sdom.is_empty():
+            continue
+        for k, a in enumerate(s.accesses):
+            if a.array == array and keep(s.name, k, a):
+                rel = isl.UnionMap.from_map(a.relation.intersect_domain(sdom))
+                out = rel if out is None else out.union(rel)
+    return out
+
+
+def _as_map(um: isl.UnionMap, like: isl.Map) -> isl.Map | None:
+    maps: list[isl.Map] = []
+    um.foreach_map(maps.append)
+    if not maps:
+        return None
+    out = maps[0]
+    for m in maps[1:]:
+        out = out.union(m)
+    out = out.align_params(like.get_space()).coalesce()
+    return None if out.is_empty() else out
+
+
+def live_in(scop: Scop, prefix: isl.UnionMap, part: Partition) -> isl.Map | None:
+    """Seed 000 §3.1.4: only the elements a block (one value of ``prefix``) reads
+    before it writes them are copied in.  isl's dataflow analysis on accesses keyed
+    by ``[block -> element]`` finds, for every read of the partition, the last write
+    of the same element in the same block; the reads without one (may_no_source)
+    are the copy-in set ``{ [prefix] -> A[a] }`` (None when empty)."""
+    full = part.copy_in
+    if full is None:
+        return None
+    dom = prefix.domain()
+    reads = _refs_rel(scop, dom, part.array,
+                      lambda st, k, a: not a.is_write and any(
+                          d.stmt == st and d.ref == k for d in part.reads))
+    writes = _refs_rel(scop, dom, part.array, lambda st, k, a: a.is_write)
+    if reads is None:
+        return None
+    if writes is None:
+        return full
+    space = prefix.get_space()
+    sched = scop.schedule.intersect_domain(dom)
+    info = isl.UnionAccessInfo.from_sink(prefix.range_product(reads.align_params(space)))
+    info = info.set_must_source(prefix.range_product(writes.align_params(space)))
+    info = info.set_schedule_map(sched.align_params(space))
+    exposed = info.compute_flow().get_may_no_source()
+    return _as_map(exposed.range().unwrap(), full)
+
+
+def live_out(scop: Scop, prefix: isl.UnionMap, part: Partition) -> isl.Map | None:
+    """Seed 000 §3.1.4: the elements written in a block that are copied out.  Every
+    written element of a parameter array (the caller sees the arrays after the
+    call); of a temporary (a scalar the front end expanded), only those a statement
+    instance outside the block reads afterwards (flow dependences leaving the
+    block)."""
+    full = part.copy_out
+    if full is None or scop.arrays[part.array].kind == "param":
+        return full
+    everything = scop.domain
+    reads = _refs_rel(scop, everything, part.array, lambda st, k, a: not a.is_write)
+    writes = _refs_rel(scop, everything, part.array, lambda st, k, a: a.is_write)
+    if reads is None:
+        return None
+    info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+    info = info.set_schedule_map(scop.schedule.intersect_domain(everything))
+    dep = info.compute_flow().get_full_must_dependence()       # [w -> r] -> A[a]
+    space = prefix.get_space()
+    dep = dep.align_params(space)
+    mine = _refs_rel(scop, prefix.domain(), part.array, lambda st, k, a: a.is_write and any(
+        d.stmt == st and d.ref == k for d in part.writes))
+    if mine is None:
+        return None
+    by_block = prefix.reverse().apply_range(dep.curry())      # [p] -> [r -> A[a]]
+    inside = by_block.uncurry().intersect_domain(prefix.reverse().wrap()).curry()
+    leaving = by_block.subtract(inside).range_factor_range()   # [p] -> A[a]
+    return _as_map(leaving.intersect(prefix.reverse().apply_range(mine.align_params(space))),
+                   full)
+
+
 #: isl operations the planning of one kernel may take before it gives up (no buffers)
 PLAN_OPERATIONS = 4_000_000
 
@@ -163,9 +249,9 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
             chosen.append(BufferPlan(name, array, scop.arrays[array].ctype,
                                      tuple(box.extents), box.lower, prefix,
                                      [(d.stmt, d.ref) for d in part.spaces], level, why,
-                                     part.copy_in if written else
+                                     live_in(scop, prefix, part) if written else
                                      copy_in_hull(part, _array_bounds(scop, array)),
-                                     part.copy_out))
+                                     live_out(scop, prefix, part)))
             reasons.append(f"{name}[{']['.join(map(str, box.extents))}] per {level} ({why})")
         mem.decisions.append(f"{kernel}: {array}: " + "; ".join(reasons))
     limit = min(options.shared_mem, STATIC_SHARED_LIMIT)
