@@ -131,6 +131,7 @@ class Kernel:
     shared: list[SharedDecl] = field(default_factory=list)
     summary: str = ""                 # one line: which loops went to blocks/threads
     registers: list[RegisterDecl] = field(default_factory=list)   # per-thread locals
+    dynamic_shared: int = 0           # bytes of dynamic shared memory (0: static buffers)
 
     @property
     def has_barrier(self) -> bool:
@@ -150,6 +151,33 @@ class Program:
 
     def launches(self) -> list[Launch]:
         return [s for s in walk(self.host) if isinstance(s, Launch)]
+
+
+#: Bytes of shared memory a block may declare statically; more needs dynamic shared
+#: memory and the kernel's opt-in attribute (cudaFuncAttributeMaxDynamicSharedMemorySize).
+STATIC_SHARED_BYTES = 48 * 1024
+
+
+def shared_offsets(shared: list[SharedDecl]) -> tuple[dict[str, int], int]:
+    """Byte offset of every buffer in a block's dynamic shared memory (each aligned to
+    16 bytes, in declaration order) and the total."""
+    import numpy as np
+    from .scop import DTYPES
+    out, off = {}, 0
+    for d in shared:
+        out[d.name] = off
+        n = 1
+        for e in d.shape:
+            n *= int(e)
+        off += -(-n * np.dtype(DTYPES[d.ctype]).itemsize // 16) * 16
+    return out, off
+
+
+def dynamic_shared_bytes(shared: list[SharedDecl]) -> int:
+    """Dynamic shared memory a kernel needs: its buffers' bytes when they exceed
+    :data:`STATIC_SHARED_BYTES` (0: they are declared statically)."""
+    total = shared_offsets(shared)[1]
+    return total if total > STATIC_SHARED_BYTES else 0
 
 
 def walk(body: list[Stmt]) -> Iterator[Stmt]:

@@ -20,7 +20,8 @@ from .expr import walk as walk_expr
 from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
 from .mapping import _ALL_IDS, MARK_PREFIX, KernelPlan, MappingResult
 from .memory.plan import BufferPlan
-from .memory.registers import RegisterPlan, decision_line, promote_registers
+from .memory.registers import (RegisterPlan, decision_line, eliminate_redundant_loads,
+                               promote_registers)
 from .scop import Scop
 
 
@@ -233,6 +234,10 @@ class _Lowerer:
         self.block_dims = plan.block
         body = self.block(body_node, True)
         body, registers = self.registers(plan, body)
+        body, loads = eliminate_redundant_loads(
+            body, {n: a.ctype for n, a in self.scop.arrays.items()})
+        registers = registers + loads
+        body = mark_unroll(body)
         names = _accessed_arrays(body)
         shared = [kir.SharedDecl(b.name, b.ctype, b.extents)
                   for b in self.used_buffers.values() if b.name in names]
@@ -263,9 +268,13 @@ class _Lowerer:
         if shared:
             summary += "; shared: " + ", ".join(
                 f"{d.name}[{']['.join(map(str, d.shape))}]" for d in shared)
+        dynamic = kir.dynamic_shared_bytes(shared)
+        if dynamic:
+            summary += f" ({dynamic} B of dynamic shared memory)"
         self.kernels[kname] = kir.Kernel(kname, body, plan.block, arrays, scalars, ints,
                                          shared=shared, summary=summary,
-                                         registers=registers)
+                                         registers=registers,
+                                         dynamic_shared=dynamic)
         return kir.Launch(kname, tuple(grid))
 
     def registers(self, plan: KernelPlan, body: list[kir.Stmt]
@@ -293,6 +302,30 @@ class _Lowerer:
             if 0 <= r.line < len(mem.decisions):
                 mem.decisions[r.line] = decision_line(kname, r)
         return body, decls
+
+
+#: Most iterations of an inner loop with constant bounds that get ``#pragma unroll``.
+UNROLL_MAX = 32
+
+
+def mark_unroll(body: list[kir.Stmt]) -> list[kir.Stmt]:
+    """Seed 004 §4.3: ``#pragma unroll`` on innermost loops with constant trip counts
+    (at most :data:`UNROLL_MAX`, no barrier inside)."""
+    out: list[kir.Stmt] = []
+    for s in body:
+        if isinstance(s, kir.Loop):
+            inner = mark_unroll(s.body)
+            leaf = not any(isinstance(x, (kir.Loop, kir.Barrier)) for x in kir.walk(s.body))
+            const = isinstance(s.lower, Int) and isinstance(s.upper, Int) and \
+                isinstance(s.step, int) and s.step > 0
+            trips = (s.upper.value - s.lower.value) // s.step + 1 if const else 0
+            out.append(kir.Loop(s.var, s.lower, s.upper, s.step, inner,
+                                s.unroll or (leaf and const and 1 < trips <= UNROLL_MAX)))
+        elif isinstance(s, kir.If):
+            out.append(kir.If(s.cond, mark_unroll(s.then), mark_unroll(s.orelse)))
+        else:
+            out.append(s)
+    return out
 
 
 def _accessed_arrays(body: list[kir.Stmt]) -> set[str]:

@@ -26,6 +26,24 @@ class CudaPrinter(CLikePrinter):
         lin = linearize(acc.index, row_major_strides(decl.shape))
         return f"{const.name}[{self.expr(lin)}]"
 
+    def shared_decl(self, decl: kir.SharedDecl) -> str:
+        """Static ``__shared__`` arrays, or, past 48 KB per block, typed pointers into
+        the kernel's dynamic shared memory (``extern __shared__``)."""
+        if not self.kernel.dynamic_shared:
+            return super().shared_decl(decl)
+        off = kir.shared_offsets(self.kernel.shared)[0][decl.name]
+        inner = "".join(f"[{d}]" for d in decl.shape[1:])
+        ptr = f"(*{decl.name}){inner}" if inner else f"*{decl.name}"
+        cast = f"({decl.ctype} (*){inner})" if inner else f"({decl.ctype} *)"
+        return f"{decl.ctype} {ptr} = {cast}(pm_dyn_shared + {off});"
+
+    def print_kernel_body(self, level: int = 1) -> str:
+        head = ""
+        if self.kernel.dynamic_shared:
+            head = (self.indent_unit * level + "extern __shared__ __align__(16) unsigned char "
+                    f"pm_dyn_shared[];  /* {self.kernel.dynamic_shared} B, dynamic */\n")
+        return head + super().print_kernel_body(level)
+
     def mapped_id(self, name: str) -> str:
         # signed: isl's bounds subtract from ids (``N - 32 * blockIdx.y - 1``)
         return f"((int){kir.MAPPED_IDS[name]})"

@@ -261,7 +261,7 @@ def print_kernel(program: kir.Program, k: kir.Kernel, kid: int, array_ids: dict[
     bx, by, bz = (int(b) for b in k.block)
     out.append(f"static const pm_kernel_desc pm_kdesc_{kid} = {{{_c_string(k.name)}, {kid}, "
                f"{int(k.has_barrier)}, {{{bx}, {by}, {bz}}}, {len(k.shared)}, {shared_ptr}, "
-               f"pm_body_{kid}, {len(pr.sites)}}};")
+               f"pm_body_{kid}, {len(pr.sites)}, {int(k.dynamic_shared)}LL}};")
     out.append("")
     return "\n".join(out)
 

@@ -31,6 +31,9 @@ from .scratchpad import (Box, Partition, bounding_box, copy_in_hull, data_spaces
 
 #: Largest static shared memory a block may declare without the opt-in attribute.
 STATIC_SHARED_LIMIT = 48 * 1024
+#: Largest shared memory a block may use with the opt-in attribute (H100: 227 KB);
+#: buffers over STATIC_SHARED_LIMIT are dynamic shared memory.
+MAX_SHARED = 227 * 1024
 
 
 @dataclass
@@ -254,7 +257,10 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
                                      live_out(scop, prefix, part)))
             reasons.append(f"{name}[{']['.join(map(str, box.extents))}] per {level} ({why})")
         mem.decisions.append(f"{kernel}: {array}: " + "; ".join(reasons))
-    limit = min(options.shared_mem, STATIC_SHARED_LIMIT)
+    limit = min(options.shared_mem, MAX_SHARED)
+    if options.shared_mem > MAX_SHARED:
+        mem.decisions.append(f"{kernel}: --shared-mem {options.shared_mem // 1024} KB capped at "
+                             f"{MAX_SHARED // 1024} KB (the most a block may opt in to)")
     chosen.sort(key=lambda b: b.nbytes)
     total = 0
     for b in chosen:

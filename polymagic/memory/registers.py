@@ -324,6 +324,9 @@ class RegisterPromoter:
         block = nest(kir.Compute(f"pm_rin_{rname}", Assign(reg, "=", glob))) + [new_L]
         if written:
             block += nest(kir.Compute(f"pm_rout_{rname}", Assign(glob, "=", reg)))
+        if isinstance(L.lower, Int) and isinstance(L.upper, Int) and \
+                L.lower.value <= L.upper.value:
+            return block
         return [kir.If(Binary("<=", L.lower, L.upper), block)]
 
 
@@ -344,3 +347,54 @@ def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
         made = [d.name + "".join(f"[{n}]" for n in d.shape) for d in pr.decls[before:]]
         result[name] = (made, [] if made else list(pr.reasons))
     return body, pr.decls, result
+
+
+# ---- redundant-load elimination ------------------------------------------------------
+
+def eliminate_redundant_loads(body: list[kir.Stmt], ctypes: dict[str, str]
+                              ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl]]:
+    """A global element read several times by one statement is loaded once into a
+    register before it (``ctypes``: the global arrays, by name, with their C types).
+    The statement reads every value before it writes its target, so the load may
+    move to just before it."""
+    decls: list[kir.RegisterDecl] = []
+
+    def visit(stmts: list[kir.Stmt]) -> list[kir.Stmt]:
+        out: list[kir.Stmt] = []
+        for s in stmts:
+            if isinstance(s, kir.Loop):
+                out.append(kir.Loop(s.var, s.lower, s.upper, s.step, visit(s.body), s.unroll))
+            elif isinstance(s, kir.If):
+                out.append(kir.If(s.cond, visit(s.then), visit(s.orelse)))
+            elif isinstance(s, kir.Compute):
+                out += _dedupe(s)
+            else:
+                out.append(s)
+        return out
+
+    def _dedupe(c: kir.Compute) -> list[kir.Stmt]:
+        reads = [a for a in accesses(c.assign.value) if a.array in ctypes]
+        if c.assign.op != "=":
+            reads.append(c.assign.target)
+        seen: dict[Access, int] = {}
+        for a in reads:
+            seen[a] = seen.get(a, 0) + 1
+        dups = [a for a, n in seen.items() if n > 1 and a.array in ctypes]
+        if not dups:
+            return [c]
+        loads: list[kir.Stmt] = []
+        repl: dict[Access, Access] = {}
+        for a in dups:
+            reg = kir.RegisterDecl(f"pm_l{len(decls)}_{a.array}", ctypes[a.array])
+            decls.append(reg)
+            repl[a] = Access(reg.name, ())
+            loads.append(kir.Compute(f"pm_load_{reg.name}", Assign(repl[a], "=", a)))
+        value = map_expr(c.assign.value, lambda e: repl.get(e) if isinstance(e, Access) else None)
+        target = c.assign.target
+        if c.assign.op != "=" and target in repl:      # x op= v  ->  x = r op v
+            op = c.assign.op[:-1]
+            return loads + [kir.Compute(c.stmt, Assign(target, "=",
+                                                       Binary(op, repl[target], value)))]
+        return loads + [kir.Compute(c.stmt, Assign(target, c.assign.op, value))]
+
+    return visit(body), decls

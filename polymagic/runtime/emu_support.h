@@ -115,6 +115,7 @@ typedef struct pm_kernel_desc {
   const pm_shared_desc *shared;
   pm_body_fn body;
   int nsites;                   /* global access sites of the body (warp transactions) */
+  long long dynamic_shared;     /* bytes of dynamic shared memory (0: static buffers) */
 } pm_kernel_desc;
 
 /* What a thread body sees of its block. */
@@ -816,9 +817,13 @@ static PM_UNUSED void pm_launch(const pm_kernel_desc *kd, const void *args,
       (long long)b[0] * b[1] * b[2] > 1024)
     pm_fail("invalid launch configuration: block (%d,%d,%d) exceeds CUDA's limits "
             "(1024 threads, z <= 64)", b[0], b[1], b[2]);
-  if (pm_shared_bytes(kd) > 48 * 1024)
+  if (!kd->dynamic_shared && pm_shared_bytes(kd) > 48 * 1024)
     pm_fail("uses %zu bytes of static shared memory per block, more than the 48 KiB CUDA allows",
             pm_shared_bytes(kd));
+  if (kd->dynamic_shared && (pm_shared_bytes(kd) > (size_t)kd->dynamic_shared ||
+                             kd->dynamic_shared > 227 * 1024))
+    pm_fail("uses %zu bytes of shared memory per block in %lld bytes of dynamic shared "
+            "memory (at most 227 KiB)", pm_shared_bytes(kd), kd->dynamic_shared);
   const long long nb = gx * gy * gz;
 #if PM_CHECKS
   if ((long long)pm_G.next_block + nb >= 0x7FFFFFFFLL || pm_G.next_phase >= 0x7FFFFFFFu) {

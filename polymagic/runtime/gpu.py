@@ -147,6 +147,18 @@ def _raw_module(cp, source: str, kernel_names: list[str]):
     return mod
 
 
+def _call(fn, grid, k: kir.Kernel, args: tuple) -> None:
+    """Launch ``fn``; a kernel whose buffers live in dynamic shared memory (over 48 KB
+    per block) first opts in (``cudaFuncAttributeMaxDynamicSharedMemorySize``, CuPy's
+    ``max_dynamic_shared_size_bytes``) and is launched with that many bytes."""
+    if not k.dynamic_shared:
+        fn(grid, tuple(k.block), args)
+        return
+    if getattr(fn, "max_dynamic_shared_size_bytes", 0) < k.dynamic_shared:
+        fn.max_dynamic_shared_size_bytes = k.dynamic_shared
+    fn(grid, tuple(k.block), args, shared_mem=k.dynamic_shared)
+
+
 def _elapsed(cp, start, end) -> float:
     end.synchronize()
     return cp.cuda.get_elapsed_time(start, end) / 1e3
@@ -346,7 +358,7 @@ class GpuModule:
             env = {**ints, **(extra or {})}
             a = ([args[x] for x in k.arrays] + [sc[s] for s in k.scalars]
                  + [np.int32(env[i]) for i in k.ints])
-            fns[name](grid, tuple(k.block), tuple(a))
+            _call(fns[name], grid, k, tuple(a))
             counter[0] += 1
         return launch
 
@@ -428,7 +440,7 @@ class GpuModule:
                     args += [sc[x] for x in k.scalars] + [np.int32(ti[x]) for x in k.ints]
                     started = (cp.cuda.Event(), cp.cuda.Event())
                     started[0].record(s)
-                    fns[name](tuple(tile.count), tuple(k.block), tuple(args))
+                    _call(fns[name], tuple(tile.count), k, tuple(args))
                     started[1].record(s)
                     for d, st in zip(dev, staging):
                         isz = st.itemsize
