@@ -26,6 +26,8 @@ from ..scop import DTYPES, Scop
 
 #: Bytes of constant memory a CUDA module may declare.
 CONSTANT_LIMIT = 64 * 1024
+#: isl operations deciding one kernel's constant arrays may take
+PLAN_OPERATIONS = 2_000_000
 
 
 def symbol(array: str) -> str:
@@ -72,6 +74,17 @@ class ConstantChooser:
 
     def consider(self, kernel: str, domain: isl.UnionSet, point: isl.UnionMap,
                  n_host: int) -> tuple[set[str], list[str]]:
+        """:meth:`_consider` under an isl operation budget (then: no constants)."""
+        from ..isl_util import OperationBudget
+        try:
+            with OperationBudget(self.scop.context.get_ctx(), PLAN_OPERATIONS):
+                return self._consider(kernel, domain, point, n_host)
+        except isl.Error:
+            return set(), [f"{kernel}: no constant memory: deciding it took more than "
+                           f"{PLAN_OPERATIONS} isl operations"]
+
+    def _consider(self, kernel: str, domain: isl.UnionSet, point: isl.UnionMap,
+                  n_host: int) -> tuple[set[str], list[str]]:
         """Arrays of this kernel to read from constant memory, and one decision line
         per read-only array the kernel reads."""
         lines: list[str] = []

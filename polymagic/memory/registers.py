@@ -73,9 +73,27 @@ def _private(per_point: isl.UnionMap, n_host: int) -> bool:
     return same_launch.is_subset(zero)
 
 
+#: isl operations the register planning of one kernel may take (then: no registers)
+PLAN_OPERATIONS = 2_000_000
+
+
 def plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
                    kernel: str, thread_loops: list[str], seq_loops: list[str],
                    n_host: int = 0) -> tuple[list[RegisterPlan], list[str]]:
+    """:func:`_plan_registers` under an isl operation budget."""
+    from ..isl_util import OperationBudget
+    try:
+        with OperationBudget(scop.context.get_ctx(), PLAN_OPERATIONS):
+            return _plan_registers(scop, domain, point, kernel, thread_loops, seq_loops,
+                                   n_host)
+    except isl.Error:
+        return [], [f"{kernel}: no registers: planning them took more than "
+                    f"{PLAN_OPERATIONS} isl operations"]
+
+
+def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
+                    kernel: str, thread_loops: list[str], seq_loops: list[str],
+                    n_host: int = 0) -> tuple[list[RegisterPlan], list[str]]:
     """Seed 004 §4.2: the arrays of a kernel whose elements stay in registers.
 
     ``domain`` holds the kernel's statement instances, ``point`` maps each to its
