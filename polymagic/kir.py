@@ -58,6 +58,8 @@ class RegisterDecl:
     name: str
     ctype: str
     shape: tuple[int, ...] = ()
+    array: str = ""              # the global array it holds ("" for other temporaries)
+    once_per_point: bool = False # loaded/stored once per thread point (see memory.counts)
 
 
 @dataclass

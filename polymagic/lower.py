@@ -295,9 +295,14 @@ class _Lowerer:
         members = [(mm.axis, mm.tile, mm.threads) for mm in plan.members]
         body, decls, result = promote_registers(body, targets, members)
         kname = plan.name[len("pm_"):]
-        for n, (made, skipped) in result.items():
+        for n, (made, skipped, once) in result.items():
             owner[n].registers += made
             owner[n].skipped += skipped
+            if n == owner[n].array:
+                owner[n].once_per_point = once
+                for d in decls:
+                    if d.name.endswith("_" + n) and d.name.startswith("pm_r"):
+                        d.array, d.once_per_point = n, once
         for r in mem.registers:
             if 0 <= r.line < len(mem.decisions):
                 mem.decisions[r.line] = decision_line(kname, r)

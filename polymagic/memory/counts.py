@@ -89,11 +89,23 @@ def predict_counts(scop: Scop, mapping, sizes: Mapping[str, int],
             kc.copy_loads += copy_volume(b.copy_in, sizes)
             kc.copy_stores += copy_volume(b.copy_out, sizes)
         kc.loads, kc.stores = kc.copy_loads, kc.copy_stores
+        # seed 004 §4.2: an array kept in a register across all the sequential loops is
+        # loaded once per thread point and stored once (memory.registers)
+        once = {d.array for d in program.kernels[kname].registers if d.once_per_point} \
+            if program is not None and kname in program.kernels else set()
+        regs = {r.array: r for r in (plan.memory.registers if plan.memory else [])
+                if (r.once_per_point or r.array in once) and r.points is not None}
+        for r in regs.values():
+            n_points = count_points(r.points, sizes)
+            kc.loads += n_points
+            if any(a.array == r.array and a.is_write for st in r.statements
+                   for a in scop.statement(st).accesses):
+                kc.stores += n_points
         for sname in plan.statements:
             stmt = scop.statement(sname)
             n = None
             for k, acc in enumerate(stmt.accesses):
-                if (sname, k) in refs:
+                if (sname, k) in refs or acc.array in regs:
                     continue
                 if n is None:
                     n = count_points(stmt.domain, sizes)

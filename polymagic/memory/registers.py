@@ -50,6 +50,10 @@ class RegisterPlan:
     line: int = -1                               # index of its line in KernelMemory.decisions
     registers: list[str] = field(default_factory=list)   # names made by promote_registers
     skipped: list[str] = field(default_factory=list)     # why a site kept memory
+    points: isl.Set | None = None    # thread points (host loops, mapped members) touching it
+    # accessed by its global name, loaded once per thread point before all the sequential
+    # loops of the kernel and stored once after them (memory.counts predicts this)
+    once_per_point: bool = False
 
 
 def _texts(names: list[str]) -> str:
@@ -137,7 +141,9 @@ def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
             continue
         reason = (f"subscripts vary only with the thread loops {_texts(thread_loops)}; "
                   f"reused across {_texts(seq_loops) if seq_loops else 'the loops inside'}")
-        plan = RegisterPlan(array, scop.arrays[array].ctype, stmts, reason, line=len(lines))
+        points = isl.Set.from_union_set(point.intersect_domain(touching).range())
+        plan = RegisterPlan(array, scop.arrays[array].ctype, stmts, reason, line=len(lines),
+                            points=points)
         lines.append(head + f"register planned ({reason})")
         plans.append(plan)
     return plans, lines
@@ -211,6 +217,8 @@ class RegisterPromoter:
         self.decls: list[kir.RegisterDecl] = []
         self.reasons: list[str] = []
         self.n = counter_start
+        self.enclosing: list[kir.Loop] = []
+        self.hoists: list[bool] = []    # per hoist: only thread point loops around it
 
     def trips(self, loop: kir.Loop) -> int | None:
         """Constant trip count bound of a thread point loop (``ceil(T/B)``), or None."""
@@ -226,11 +234,14 @@ class RegisterPromoter:
             if isinstance(s, kir.Loop) and _sites(s.body, name, []):
                 hoisted = self.hoist(s, name, ctype)
                 if isinstance(hoisted, list):
+                    self.hoists.append(all(self.trips(lp) is not None for lp in self.enclosing))
                     out += hoisted
                     continue
                 self.reasons.append(hoisted)
-                out.append(kir.Loop(s.var, s.lower, s.upper, s.step,
-                                    self.run(s.body, name, ctype), s.unroll))
+                self.enclosing.append(s)
+                body_ = self.run(s.body, name, ctype)
+                self.enclosing.pop()
+                out.append(kir.Loop(s.var, s.lower, s.upper, s.step, body_, s.unroll))
             elif isinstance(s, kir.If):
                 out.append(kir.If(s.cond, self.run(s.then, name, ctype),
                                   self.run(s.orelse, name, ctype)))
@@ -349,22 +360,33 @@ class RegisterPromoter:
 
 
 def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
-                      ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl], dict[str, tuple[list[str], list[str]]]]:
+                      ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl],
+                                 dict[str, tuple[list[str], list[str], bool]]]:
     """Apply register plans to a kernel body.
 
     ``targets`` maps each access name to promote (an array, or its shared buffer) to
     its C type; ``members`` lists ``(axis, tile, threads)`` of the mapped band
     members.  Returns the new body, the register declarations, and per name the
-    registers made and the reasons sites were skipped."""
+    registers made, the reasons sites were skipped, and whether every access now
+    goes through one hoist around which only thread point loops lie (one load and
+    one store per thread point)."""
     pr = RegisterPromoter(members)
-    result: dict[str, tuple[list[str], list[str]]] = {}
+    result: dict[str, tuple[list[str], list[str], bool]] = {}
     for name, ctype in targets.items():
         before = len(pr.decls)
-        pr.reasons = []
+        pr.reasons, pr.hoists, pr.enclosing = [], [], []
         body = pr.run(body, name, ctype)
         made = [d.name + "".join(f"[{n}]" for n in d.shape) for d in pr.decls[before:]]
-        result[name] = (made, [] if made else list(pr.reasons))
+        left = [s for s, _ in _sites(body, name, [])
+                if not _s_is_register_copy(_, pr.decls[before:])] if made else []
+        once = len(pr.hoists) == 1 and pr.hoists[0] and not left
+        result[name] = (made, [] if made else list(pr.reasons), once)
     return body, pr.decls, result
+
+
+def _s_is_register_copy(c: kir.Compute, decls: list[kir.RegisterDecl]) -> bool:
+    names = {d.name for d in decls}
+    return any(a.array in names for a in accesses(c.assign.target) + accesses(c.assign.value))
 
 
 # ---- redundant-load elimination ------------------------------------------------------
