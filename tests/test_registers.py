@@ -73,7 +73,7 @@ def test_gemm_accumulator_is_planned_into_a_register():
 
 def test_gemm_register_in_the_kir_and_cuda():
     c, _ = _compile("gemm", shared="none")
-    assert _registers(c) == {"kernel0": [kir.RegisterDecl("pm_r0_C", "float", ())]}
+    assert _registers(c) == {"kernel0": [kir.RegisterDecl("pm_r0_C", "float", (), "C", True)]}
     assert "float pm_r0_C = 0;" in c.cuda
     assert "pm_r0_C += alpha * A[" in c.cuda
     # the sequential k loop holds no global access to C
