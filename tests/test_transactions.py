@@ -234,3 +234,19 @@ def test_per_kernel_summary_in_the_report():
     assert set(tx["per_kernel"]) == {"kernel0", "kernel1"}
     assert sum(v["transactions"] for v in tx["per_kernel"].values()) == tx["transactions"]
     assert "per request by kernel: kernel0 " in to_text(r, c)
+
+
+def test_one_thread_kernels_count_every_access_as_a_request():
+    """A kernel without parallel loops runs on one thread: each access is its own
+    request of one sector (4-byte elements never straddle 32-byte sectors)."""
+    src = """
+void prefix(int N, float A[N]) {
+  for (int i = 1; i < N; i++)
+    A[i] = A[i] + A[i - 1];
+}
+"""
+    c, r = _run(src, {"N": 50})
+    assert all(k.block == (1, 1, 1) for k in c.program.kernels.values())
+    tx = _kernel_tx(r)
+    assert tx["load_requests"] == tx["load_sectors"] == tx["load_lines"] == r.counters["loads"]
+    assert tx["store_requests"] == tx["store_sectors"] == r.counters["stores"] == 49

@@ -161,7 +161,7 @@ typedef struct pm_txbucket {
 } pm_txbucket;
 
 #ifndef PM_TX_MAX_BYTES
-#define PM_TX_MAX_BYTES (512LL << 20)   /* bucket memory before counting gives up */
+#define PM_TX_MAX_BYTES (256LL << 20)   /* bucket memory before counting gives up */
 #endif
 
 /* ---- state ---------------------------------------------------------------------- */
@@ -407,7 +407,9 @@ static __attribute__((noreturn)) void pm_oob(const char *space, const char *name
  * load request and a store request with the same addresses (ld + st on the GPU).
  * Addresses are device byte offsets: the array's element offset times its
  * element size plus the offset of its element 0 inside its (256-byte aligned)
- * device allocation, so packed/strided buffers count as laid out.
+ * device allocation, so packed/strided buffers count as laid out.  One-thread
+ * blocks count each access at once (no buffering); more than PM_TX_MAX_BYTES of
+ * buffered addresses stops the counting, and pm_entry reports none (-1).
  */
 #if PM_CHECKS
 static void pm_tx_grow(pm_txbucket *b) {
@@ -423,6 +425,14 @@ static void pm_tx_grow(pm_txbucket *b) {
 
 static inline void pm_tx_record(int site, int mode, const pm_array_info *a, long long lin) {
   if (pm_G.tx_overflow || site < 0 || site >= pm_G.tx_ns) return;
+  if (pm_G.tx_nt == 1) {                  /* one-thread blocks: every access is a request */
+    long long addr = a->base + lin * a->esize, *cnt = pm_G.tx + 6 * pm_G.kd->kid;
+    long long sec = 1 + ((addr + a->esize - 1) >> 5 != addr >> 5);
+    long long lines = 1 + ((addr + a->esize - 1) >> 7 != addr >> 7);
+    if (mode != 1) { cnt[0]++; cnt[1] += sec; cnt[2] += lines; }
+    if (mode != 0) { cnt[3]++; cnt[4] += sec; cnt[5] += lines; }
+    return;
+  }
   const int t = pm_S.cur->lin;
   pm_txbucket *b = &pm_G.txb[((long long)(t >> 5) * pm_G.tx_ns + site) * 32 + (t & 31)];
   if (b->n >= b->cap) {
