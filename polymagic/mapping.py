@@ -170,6 +170,8 @@ class _Mapper:
                 return self.single_kernel(node)
             if node.band_n_member() > 1:
                 node = node.band_split(1)
+            if self.time_in_block(node):
+                return self.time_kernel(node)
             self.host_loops.append(_member_text(node.band_get_partial_schedule(), 0))
             return self.visit(node.child(0)).parent()
         if t == isl.schedule_node_type.leaf:
@@ -192,6 +194,49 @@ class _Mapper:
             seq = [_member_text(mupa, i) for i in range(node.band_n_member())]
         self.plans[name] = KernelPlan(name, [], seq, _statements(node))
         node = self.localise(node, self.plans[name])
+        return node.insert_mark(isl.Id(name))
+
+    def time_in_block(self, node: isl.ScheduleNode) -> bool:
+        """``--localise t`` names this host loop (one of the iterators it combines):
+        run it inside one block instead (:mod:`.timeblock`)."""
+        import re
+        if self.options.localise is None:
+            return False
+        text = _member_text(node.band_get_partial_schedule(), 0)
+        return self.options.localise[0] in re.findall(r"[A-Za-z_]\w*", text)
+
+    def time_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
+        """The time loop and everything below it as one kernel of one block, ``t``
+        localised in shared memory (seed 001 §4, §5)."""
+        from .memory.localcode import graft_shared, plan_shared
+        from .memory.plan import _sync_graft
+        from .timeblock import thread_map
+        name = self.new_name()
+        threads = (self.options.block or (256,))[0]
+        text = _member_text(node.band_get_partial_schedule(), 0)
+        bounds = _id_bounds([f"0 <= {kir.THREAD_IDS['x']} < {threads}"])
+        sizes = {k: v for k, v in self.options.sizes.items() if k in self.scop.size_params}
+        if sizes:
+            fixed = " and ".join(f"{k} = {int(v)}" for k, v in sizes.items())
+            node = node.insert_filter(node.get_domain().intersect_params(
+                isl.Set(f"[{', '.join(sizes)}] -> {{ : {fixed} }}"))).child(0)
+        depth = node.get_tree_depth()
+
+        def sync(n: isl.ScheduleNode) -> isl.ScheduleNode:
+            return n.graft_after(_sync_graft(self.scop, n, self.namer.sync()))
+        x = thread_map(node.child(0), threads, sync, bounds)
+        block = (threads, 1, 1)
+        plan = KernelPlan(name, [], [text], _statements(node), threads=block,
+                          text=f"{text} sequential inside one block, parallel loops over "
+                               f"{threads} threads (time loop in the kernel)")
+        plan.local = plan_shared(self.scop, x, self.options, name[3:], block,
+                                 self.options.localise[1])
+        if plan.local.buffers:
+            x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
+        node = x.ancestor(x.get_tree_depth() - depth)
+        self.plans[name] = plan
+        if sizes:
+            node = node.parent()
         return node.insert_mark(isl.Id(name))
 
     def localise(self, node: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:

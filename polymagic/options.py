@@ -55,7 +55,7 @@ class Options:
         return (self.tile, self.block, self.mapping, self.shared, self.shared_mem, self.registers,
                 self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
                 self.localise, self.reorg,
-                tuple(sorted(self.sizes.items())) if self.tile_auto else None)
+                tuple(sorted(self.sizes.items())) if self.tile_auto or self.localise else None)
 
     def with_(self, **kw) -> "Options":
         return replace(self, **kw)

@@ -224,3 +224,25 @@ def test_window_two_in_generated_code():
     """A window of 2 (§4.2) loads one step ahead: L holds four values, results unchanged."""
     out = _run("sor-1d-seq.c", "m=2,n=12", "--localise", "i:2")
     assert out["ok"] and any("lc0_A[4]" in n and "window 2" in n for n in out["notes"])
+
+
+@pytest.mark.parametrize("path,sizes,loop,extra", [
+    ("jacobi-1d.c", "tsteps=5,n=300", "t", []),
+    ("sor-1d.c", "m=5,n=30", "k", []),            # Fig. 5: the wavefront 2k + i in one block
+    ("sor-1d.c", "m=20,n=90", "k", ["--block", "16"]),
+    ("jacobi-2d.c", "tsteps=3,n=20", "t", []),
+])
+def test_time_loop_in_one_block_localised(path, sizes, loop, extra):
+    """--localise naming a host (time) loop: the loop runs inside one block, C(t) of
+    the whole block stays in shared memory; far fewer global accesses, same result."""
+    base = _run(path, sizes, *extra)
+    out = _run(path, sizes, "--localise", loop, *extra)
+    assert out["ok"] and out["kernels"] == 1
+    assert out["global_loads"] < base["global_loads"] / 2
+    assert any("shared by the block" in n for n in out["notes"]), out["notes"]
+
+
+def test_sor_wavefront_block_keeps_2m_plus_1():
+    """Seed 001 §5: with m sweeps active, 2m + 1 elements are accessed per step."""
+    out = _run("sor-1d.c", "m=5,n=30", "--localise", "k")
+    assert any("lc0_A[11]" in n for n in out["notes"])

@@ -37,6 +37,8 @@ from ..expr import Binary, Expr, Int, Var
 from ..scop import DTYPES, Scop
 from .localise import LocaliseError, Localisation, live_move_out, localise
 
+#: ρ with more pieces than this is not printed in a one-block kernel (box modulo instead)
+COMPACT_PIECES = 4
 #: shared memory a block's localised buffers may use
 LOCAL_LIMIT = 48 * 1024
 
@@ -290,3 +292,135 @@ def localise_kernel(scop: Scop, root: isl.ScheduleNode, kernel: str,
     if plan.buffers:
         x = graft_local(scop, x, plan, copies)
     return x.ancestor(x.get_tree_depth() - depth), plan
+
+
+# ---- a time loop inside one block: L shared by the block's threads --------------------
+
+def _at_sizes(pa: isl.PwAff, sizes: dict) -> int | None:
+    """Largest value of ``pa`` with the size parameters fixed to ``sizes``."""
+    from .localise import _constant_bound
+    sp = pa.get_space().params()
+    names = sp.get_var_names(isl.dim_type.param)
+    fixed = " and ".join(f"{n} = {int(sizes[n])}" for n in names if n in sizes)
+    if fixed:
+        pa = pa.intersect_params(isl.Set(f"[{', '.join(names)}] -> {{ : {fixed} }}"))
+    return _constant_bound(pa)
+
+
+def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
+                block: tuple[int, int, int], window: int) -> LocalPlan:
+    """Localisation along the time loop of a one-block kernel: every array accessed
+    below ``x`` whose cached set fits, addressed modulo its extents so that no
+    element ever moves inside L (§4.4: ``(ρ − δ·t) mod s`` for a constant drift,
+    else ``x_d mod e_d`` over the bounding box), extents at the ``--size`` values."""
+    from .localise import _box_index
+    out = LocalPlan()
+    prefix = x.get_prefix_schedule_union_map().intersect_domain(x.get_domain())
+    names: list[str] = []
+    x.get_domain().foreach_set(lambda s: names.append(s.get_tuple_name()))
+    arrays = [a for a in scop.arrays
+              if any(acc.array == a for s in scop.statements if s.name in names
+                     for acc in s.accesses)]
+    kid = kernel.rsplit("kernel", 1)[-1]
+    sizes = options.sizes
+    total = 0
+    np_ = x.get_schedule_depth()
+    for a in arrays:
+        try:
+            loc = localise(scop, prefix, a, window)
+        except (LocaliseError, isl.Error) as e:
+            out.decisions.append(f"{kernel}: {a}: not localised ({e})")
+            continue
+        if loc.kept.is_empty():
+            out.decisions.append(f"{kernel}: {a}: not localised (no reuse from one step "
+                                 "to the next: G is empty)")
+            continue
+        if loc.layout == "compact" and loc.constant_drift is not None \
+                and loc.rho.n_piece() <= COMPACT_PIECES:
+            s = loc.storage if loc.storage is not None else _at_sizes(
+                _storage_pw_aff(loc), sizes)
+            if s is None:
+                out.decisions.append(f"{kernel}: {a}: not localised (unbounded at these sizes)")
+                continue
+            index = [_modulo(loc.rho, loc.constant_drift[0], s, np_)]
+            exts, how = [s], f"compact placement, δ = {loc.constant_drift[0]}, modulo addressing"
+        else:
+            box, _ = _box_index(loc.cached)
+            exts = []
+            for ix in box:
+                e = _at_sizes(ix, sizes)
+                exts.append(None if e is None else e + 1)
+            if None in exts:
+                out.decisions.append(f"{kernel}: {a}: not localised (unbounded at these sizes)")
+                continue
+            index = [_array_mod(loc.cached, d, e) for d, e in enumerate(exts)]
+            how = ("bounding box addressed modulo its extents ("
+                   + ("the drift is not constant)" if loc.constant_drift is None
+                      else "ρ has too many pieces to print)"))
+        lb = LocalBuffer(f"lc{kid}_{a}", a, scop.arrays[a].ctype, tuple(exts), loc, prefix,
+                         index, 1, block, [(s.name, k) for s in scop.statements
+                                           if s.name in names
+                                           for k, acc in enumerate(s.accesses)
+                                           if acc.array == a])
+        if total + lb.nbytes > min(options.shared_mem, LOCAL_LIMIT):
+            out.decisions.append(f"{kernel}: {a}: not localised ({lb.nbytes} bytes at these "
+                                 "sizes would exceed the shared memory of a block)")
+            continue
+        total += lb.nbytes
+        out.buffers.append(lb)
+        out.decisions.append(f"{kernel}: {a}: localised along the time loop (seed 001): "
+                             f"{lb.name}[{']['.join(map(str, exts))}] shared by the block, {how}"
+                             + (f", window {window}" if window > 1 else ""))
+    return out
+
+
+def _storage_pw_aff(loc: Localisation) -> isl.PwAff:
+    """``|C(p)|`` as a PwAff when barvinok's count is affine in the sizes."""
+    q = loc.cached.card()
+    out = None
+    pieces: list = []
+    q.foreach_piece(lambda s, p: pieces.append((s, p)))
+    for s, p in pieces:
+        if not p.isa_aff():
+            raise LocaliseError("the size of the cached set is not affine")
+        pa = isl.PwAff.from_aff(p.as_aff()).intersect_domain(s)
+        out = pa if out is None else out.union_max(pa)
+    if out is None:
+        raise LocaliseError("the cached set is empty")
+    return out
+
+
+def _array_mod(c: isl.Map, d: int, e: int) -> isl.PwAff:
+    """``x_d mod e`` on ``{ [[p] -> A[x]] }``: a slot that never changes while the
+    element stays in L (valid since no two elements of one C(p) are e apart)."""
+    sp = c.wrap().get_space()
+    ls = isl.LocalSpace.from_space(sp)
+    xd = isl.PwAff.var_on_domain(ls, isl.dim_type.set, c.dim(isl.dim_type.in_) + d)
+    return xd.mod_val(isl.Val(e))
+
+
+def graft_shared(scop: Scop, x: isl.ScheduleNode, plan: LocalPlan,
+                 copies: dict[str, tuple[str, LocalBuffer]], namer) -> isl.ScheduleNode:
+    """``[sync, move-in, sync, x, move-out]`` with the moves distributed over the
+    block's threads (the barrier ending ``x``'s last parallel band precedes the
+    move-out; the next step's first barrier follows it)."""
+    from .plan import _copy_graft, _sync_graft
+    node = x
+    ins = [lb for lb in plan.buffers if not lb.loc.move_in.is_empty()]
+    node = node.graft_before(_sync_graft(scop, node, namer.sync()))
+    for lb in ins:
+        stmt = f"pm_lin_{lb.name}"
+        copies[stmt] = ("in", lb)
+        node = node.graft_before(_copy_graft(scop, node, stmt, lb.loc.move_in, lb.block))
+    if ins:
+        node = node.graft_before(_sync_graft(scop, node, namer.sync()))
+    for lb in reversed(plan.buffers):
+        # every leaving element of a written array (the liveness refinement can take
+        # minutes on skewed multi-statement nests, e.g. seidel-2d)
+        out = lb.loc.move_out if lb.loc.written else lb.loc.move_out.subtract(lb.loc.move_out)
+        if out.is_empty():
+            continue
+        stmt = f"pm_lout_{lb.name}"
+        copies[stmt] = ("out", lb)
+        node = node.graft_after(_copy_graft(scop, node, stmt, out, lb.block))
+    return node

@@ -435,6 +435,14 @@ def live_move_out(loc: Localisation, scop: Scop, prefix: isl.UnionMap) -> isl.Ma
     move-in still equal the global copy."""
     if not loc.written:
         return loc.move_out.subtract(loc.move_out)
+    try:
+        with OperationBudget(loc.cached.get_ctx(), COUNT_OPERATIONS):
+            return _live_move_out(loc, scop, prefix)
+    except isl.Error:
+        return loc.move_out          # every leaving element: correct, if not minimal
+
+
+def _live_move_out(loc: Localisation, scop: Scop, prefix: isl.UnionMap) -> isl.Map:
     wr = [d.relation for d in data_spaces(scop, prefix, {loc.array})
           if d.is_write and (d.stmt, d.ref) in loc.refs]
     w = _union(wr)                                   # q -> x written at q

@@ -1,0 +1,73 @@
+"""A time loop inside one thread block (for seed 001's localisation along ``t``).
+
+The baseline mapping launches one kernel per iteration of a sequential loop that
+encloses parallel work (a time loop), so nothing survives from one step to the
+next.  With ``--localise t`` naming such a host loop, the whole loop nest becomes
+one kernel of **one block**: ``t`` runs sequentially in every thread, each parallel
+band below it is distributed cyclically over the block's threads (``i ≡ tx (mod
+B)``, seed 004 Fig. 9), a band without parallelism runs in thread 0, and a barrier
+follows each of them (the kernel boundary of the host mapping, seed 004 §4.3).
+Seed 001 §5 runs its parallel 1d-SOR the same way ("our experiments use only one
+multiprocessor at a time").  Localisation along ``t`` then keeps the cached set
+``C(t)`` of the whole block in shared memory (:func:`.memory.localcode.graft_shared`).
+
+Limits: one block, so only problems whose cached set fits one block's shared
+memory; the buffer extents are evaluated at the ``--size`` values and the kernel
+is specialised to them (its domain is fixed to those sizes).
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+from . import kir
+
+
+def _param_id(name: str) -> isl.Id:
+    return isl.Set(f"[{name}] -> {{ : }}").get_space().get_dim_id(isl.dim_type.param, 0)
+
+
+def _leading_coincident(node: isl.ScheduleNode) -> int:
+    k = 0
+    while k < node.band_n_member() and node.band_member_get_coincident(k):
+        k += 1
+    return k
+
+
+def _has_parallelism(node: isl.ScheduleNode) -> bool:
+    found = []
+
+    def visit(n: isl.ScheduleNode) -> bool:
+        if n.get_type() == isl.schedule_node_type.band and _leading_coincident(n) > 0:
+            found.append(True)
+            return False
+        return True
+    node.foreach_descendant_top_down(visit)
+    return bool(found)
+
+
+def thread_map(node: isl.ScheduleNode, threads: int, sync, bounds: isl.Set
+               ) -> isl.ScheduleNode:
+    """Distribute the parallel bands below ``node`` over ``threads`` threads of one
+    block (x axis) and put a barrier after each; returns the node at ``node``'s place.
+    ``sync(node)`` grafts a barrier after ``node`` and returns it."""
+    depth = node.get_tree_depth()
+    t = node.get_type()
+    if t == isl.schedule_node_type.band and _leading_coincident(node) > 0:
+        dom = node.get_domain()
+        upa = node.band_get_partial_schedule().get_at(0)
+        tx = isl.UnionPwAff.param_on_domain_id(dom, _param_id(kir.THREAD_IDS["x"]))
+        filt = upa.sub(tx).mod_val(isl.Val(threads)).zero_union_set().intersect(dom)
+        node = node.insert_filter(filt.intersect_params(bounds))
+        node = sync(node)
+    elif t == isl.schedule_node_type.leaf or (
+            t == isl.schedule_node_type.band and not _has_parallelism(node)):
+        dom = node.get_domain()
+        first = isl.Set(f"[{kir.THREAD_IDS['x']}] -> {{ : {kir.THREAD_IDS['x']} = 0 }}")
+        node = node.insert_filter(dom.intersect_params(first.align_params(
+            dom.get_space().params())).intersect_params(bounds))
+        node = sync(node)
+    else:
+        for i in range(node.n_children()):
+            node = thread_map(node.child(i), threads, sync, bounds)
+            node = node.ancestor(node.get_tree_depth() - depth)
+    return node.ancestor(node.get_tree_depth() - depth)
