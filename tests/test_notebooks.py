@@ -11,7 +11,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 #: notebooks that must show pictures (matplotlib PNGs) and widgets
-WITH_PICTURES = {"02_scratchpad.ipynb", "05_transfers.ipynb", "06_tile_explorer.ipynb"}
+WITH_PICTURES = {"02_scratchpad.ipynb", "03_superposition.ipynb", "04_localisation.ipynb",
+                 "05_transfers.ipynb", "06_tile_explorer.ipynb"}
 WITH_WIDGETS = {"06_tile_explorer.ipynb"}
 
 

@@ -263,3 +263,16 @@ def test_transactions_per_variant_picture():
     fig = P.memory_traffic(runs)
     assert len(fig.axes) == 2 and "transactions" in fig.axes[1].get_title()
     assert P.to_png(fig, dpi=30).startswith(PNG)
+
+
+def test_superposition_points_use_its_thread_axes():
+    """jacobi-2d-alt under superposition maps j to thread.x and i to thread.y (no band
+    member on y): every row of a block's tile is shown, each point with its own thread."""
+    src = (ROOT / "examples" / "jacobi-2d-alt.c").read_text()
+    o = Options(sizes={"tsteps": 4, "n": 64}, target="emulator", mapping="superposition")
+    ip = E.iteration_points(compile_source(src, o), o, "S0", ("i", "j"),
+                            {"tsteps": 1, "n": 16})
+    assert sorted(set(ip.coords[:, 0].tolist())) == list(range(16))
+    assert len(ip.coords) == 16 * 14
+    first = ip.blocks[:, 0] == 0
+    assert len(set(ip.thread_linear()[first].tolist())) == 8 * 14

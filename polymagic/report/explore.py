@@ -255,10 +255,14 @@ def _instance_set(scop, kernel: KernelInfo, stmt: str) -> isl.Set:
     dom = st.domain.intersect_params(scop.context)
     s = dom if s is None else s.intersect(dom)
     used = set(kernel.axes)
+    # superposition kernels map thread loops of their own (not band members): a
+    # thread axis is used whenever the block has more than one thread along it
+    threads = used | {a for a, b in zip(AXES, kernel.block) if b > 1}
     zero = {}
     for a in AXES:
-        if a not in used:
+        if a not in threads:
             zero[kir.THREAD_IDS[a]] = 0
+        if a not in used:
             zero[kir.BLOCK_IDS[a]] = 0
     for name, v in zero.items():
         pos = s.find_dim_by_name(isl.dim_type.param, name)
