@@ -302,7 +302,7 @@ def autotune(source: str, options: Options, language: str = "c",
     (only read; runs use copies).  ``progress(i, n, candidate)`` is called after
     each candidate (``i`` of ``n`` done)."""
     from .pipeline import compile_source
-    from .runtime.run import choose_target, gather_inputs
+    from .runtime.run import choose_target
     t0 = time.perf_counter()
     base = options.with_(explore=False, autotune=False, quiet=True, json=False)
     base_compiled = compile_source(source, base, language=language)

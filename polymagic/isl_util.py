@@ -122,3 +122,30 @@ def coalesce(x):
         return x.coalesce()
     except isl.Error:
         return x
+
+
+def param_id(name: str) -> isl.Id:
+    """The isl id that parsing ``name`` as a parameter gives (plain ``isl.Id(name)``
+    from Python carries a user pointer and would be a different parameter)."""
+    return isl.Set(f"[{name}] -> {{ : }}").get_space().get_dim_id(isl.dim_type.param, 0)
+
+
+def leading_coincident(node: isl.ScheduleNode) -> int:
+    """How many leading members of a band node are coincident (parallel)."""
+    k = 0
+    while k < node.band_n_member() and node.band_member_get_coincident(k):
+        k += 1
+    return k
+
+
+def has_parallelism(node: isl.ScheduleNode) -> bool:
+    """Whether any band at or below ``node`` has a leading coincident member."""
+    found = []
+
+    def visit(n: isl.ScheduleNode) -> bool:
+        if n.get_type() == isl.schedule_node_type.band and leading_coincident(n) > 0:
+            found.append(True)
+            return False
+        return True
+    node.foreach_descendant_top_down(visit)
+    return bool(found)

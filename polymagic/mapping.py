@@ -27,11 +27,8 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from . import kir
-from .errors import OptionsError, PolymagicError
-from .expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Var, map_expr,
-                   substitute, substitute_assign)
-from .expr import walk as walk_expr
-from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
+from .errors import OptionsError
+from .isl_util import has_parallelism, leading_coincident, param_id
 from .memory.plan import (BufferPlan, CopyNamer, KernelMemory, atomic, graft_copies,
                           plan_kernel_memory)
 from .memory.constant import ConstantChooser
@@ -91,23 +88,8 @@ class MappingResult:
 
 # ---- schedule tree transformation ---------------------------------------------------
 
-def _leading_coincident(node: isl.ScheduleNode) -> int:
-    k = 0
-    while k < node.band_n_member() and node.band_member_get_coincident(k):
-        k += 1
-    return k
 
 
-def _has_parallelism(node: isl.ScheduleNode) -> bool:
-    found = []
-
-    def visit(n: isl.ScheduleNode) -> bool:
-        if n.get_type() == isl.schedule_node_type.band and _leading_coincident(n) > 0:
-            found.append(True)
-            return False
-        return True
-    node.foreach_descendant_top_down(visit)
-    return bool(found)
 
 
 def _member_text(mupa: isl.MultiUnionPwAff, i: int) -> str:
@@ -164,9 +146,9 @@ class _Mapper:
     def visit(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
         t = node.get_type()
         if t == isl.schedule_node_type.band:
-            if _leading_coincident(node) > 0:
+            if leading_coincident(node) > 0:
                 return self.parallel_kernel(node)
-            if not _has_parallelism(node):
+            if not has_parallelism(node):
                 return self.single_kernel(node)
             if node.band_n_member() > 1:
                 node = node.band_split(1)
@@ -182,7 +164,7 @@ class _Mapper:
             return node
         if node.n_children() == 0:
             return node
-        if not _has_parallelism(node) and t == isl.schedule_node_type.filter:
+        if not has_parallelism(node) and t == isl.schedule_node_type.filter:
             return self.visit(node.child(0)).parent()
         return self.visit(node.child(0)).parent()
 
@@ -264,7 +246,7 @@ class _Mapper:
     def parallel_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
         name = self.new_name()
         n = node.band_n_member()
-        m = min(_leading_coincident(node), 3)
+        m = min(leading_coincident(node), 3)
         full = node.band_get_partial_schedule()
         host_prefix = node.get_prefix_schedule_union_map()
         rectangular = _is_rectangular(full) and _is_rectangular(
@@ -294,8 +276,8 @@ class _Mapper:
             tmax = rng.dim_max(j).coalesce()
             members.append(MappedMember(axis, tiles[j], threads[j], _member_text(full, j),
                                         tmin, tmax))
-            b = isl.UnionPwAff.param_on_domain_id(domain, _param_id(kir.BLOCK_IDS[axis]))
-            t = isl.UnionPwAff.param_on_domain_id(domain, _param_id(kir.THREAD_IDS[axis]))
+            b = isl.UnionPwAff.param_on_domain_id(domain, param_id(kir.BLOCK_IDS[axis]))
+            t = isl.UnionPwAff.param_on_domain_id(domain, param_id(kir.THREAD_IDS[axis]))
             offset = isl.UnionPwAff.pw_aff_on_domain(domain, tmin)
             block_filt = block_filt.intersect(
                 tile_sched.get_at(j).sub(offset).sub(b).zero_union_set())
@@ -395,10 +377,6 @@ def _id_bounds(constraints: list[str]) -> isl.Set:
     return isl.Set(f"[{', '.join(_ALL_IDS)}] -> {{ : {' and '.join(constraints) or '1 = 1'} }}")
 
 
-def _param_id(name: str) -> isl.Id:
-    """The isl id that parsing ``name`` as a parameter gives (plain ``isl.Id(name)``
-    from Python carries a user pointer and would be a different parameter)."""
-    return isl.Set(f"[{name}] -> {{ : }}").get_space().get_dim_id(isl.dim_type.param, 0)
 
 
 def _val_list(vals) -> isl.ValList:
@@ -534,7 +512,7 @@ class _SuperMapper:
                 tmin, tmax = rng.dim_min(j).coalesce(), rng.dim_max(j).coalesce()
                 members.append(MappedMember(axis, t, blk["xyz".index(axis)],
                                             self.plan.loop_text(b), tmin, tmax))
-                bid = isl.UnionPwAff.param_on_domain_id(domain, _param_id(kir.BLOCK_IDS[axis]))
+                bid = isl.UnionPwAff.param_on_domain_id(domain, param_id(kir.BLOCK_IDS[axis]))
                 off = isl.UnionPwAff.pw_aff_on_domain(domain, tmin)
                 filt = filt.intersect(tile_sched.get_at(j).sub(off).sub(bid).zero_union_set())
                 block_ctx.append(f"{kir.BLOCK_IDS[axis]} >= 0")

@@ -25,6 +25,15 @@ DTYPES = {"float": "float32", "double": "float64", "int": "int32", "long": "int6
           "short": "int16", "char": "int8", "unsigned": "uint32"}
 
 
+def buffer_bytes(ctype: str, extents) -> int:
+    """Bytes of a dense buffer of C type ``ctype`` with the given extents."""
+    import numpy as np
+    n = 1
+    for e in extents:
+        n *= e
+    return n * np.dtype(DTYPES[ctype]).itemsize
+
+
 @dataclass(frozen=True)
 class Param:
     """One argument of the C function, in signature order."""

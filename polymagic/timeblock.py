@@ -20,29 +20,7 @@ from __future__ import annotations
 import islpy as isl
 
 from . import kir
-
-
-def _param_id(name: str) -> isl.Id:
-    return isl.Set(f"[{name}] -> {{ : }}").get_space().get_dim_id(isl.dim_type.param, 0)
-
-
-def _leading_coincident(node: isl.ScheduleNode) -> int:
-    k = 0
-    while k < node.band_n_member() and node.band_member_get_coincident(k):
-        k += 1
-    return k
-
-
-def _has_parallelism(node: isl.ScheduleNode) -> bool:
-    found = []
-
-    def visit(n: isl.ScheduleNode) -> bool:
-        if n.get_type() == isl.schedule_node_type.band and _leading_coincident(n) > 0:
-            found.append(True)
-            return False
-        return True
-    node.foreach_descendant_top_down(visit)
-    return bool(found)
+from .isl_util import has_parallelism, leading_coincident, param_id
 
 
 def thread_map(node: isl.ScheduleNode, threads: int, sync, bounds: isl.Set
@@ -52,15 +30,15 @@ def thread_map(node: isl.ScheduleNode, threads: int, sync, bounds: isl.Set
     ``sync(node)`` grafts a barrier after ``node`` and returns it."""
     depth = node.get_tree_depth()
     t = node.get_type()
-    if t == isl.schedule_node_type.band and _leading_coincident(node) > 0:
+    if t == isl.schedule_node_type.band and leading_coincident(node) > 0:
         dom = node.get_domain()
         upa = node.band_get_partial_schedule().get_at(0)
-        tx = isl.UnionPwAff.param_on_domain_id(dom, _param_id(kir.THREAD_IDS["x"]))
+        tx = isl.UnionPwAff.param_on_domain_id(dom, param_id(kir.THREAD_IDS["x"]))
         filt = upa.sub(tx).mod_val(isl.Val(threads)).zero_union_set().intersect(dom)
         node = node.insert_filter(filt.intersect_params(bounds))
         node = sync(node)
     elif t == isl.schedule_node_type.leaf or (
-            t == isl.schedule_node_type.band and not _has_parallelism(node)):
+            t == isl.schedule_node_type.band and not has_parallelism(node)):
         dom = node.get_domain()
         first = isl.Set(f"[{kir.THREAD_IDS['x']}] -> {{ : {kir.THREAD_IDS['x']} = 0 }}")
         node = node.insert_filter(dom.intersect_params(first.align_params(

@@ -80,7 +80,7 @@ def test_emulator_catches_a_mapping_that_ignores_dependences(monkeypatch, name, 
     kernels race; the emulator must say so rather than return a result."""
     from polymagic import mapping, pipeline
     from polymagic.errors import EmulatorError
-    monkeypatch.setattr(mapping, "_leading_coincident", lambda node: node.band_n_member())
+    monkeypatch.setattr(mapping, "leading_coincident", lambda node: node.band_n_member())
     monkeypatch.setattr(pipeline, "_CACHE", {})
     opts = Options(sizes=sizes, target="emulator", tile=(8, 8, 8), block=(4, 4, 2))
     compiled = compile_source(_source(name), opts)

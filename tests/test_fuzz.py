@@ -51,7 +51,7 @@ def test_seeded_campaign_has_no_new_failures():
 def planted_bug(monkeypatch):
     """Every band member counts as coincident: loops carrying dependences get
     mapped to parallel threads.  Compile caches are cleared around it."""
-    monkeypatch.setattr(mapping, "_leading_coincident", lambda node: node.band_n_member())
+    monkeypatch.setattr(mapping, "leading_coincident", lambda node: node.band_n_member())
     pipeline._CACHE.clear()
     yield
     pipeline._CACHE.clear()

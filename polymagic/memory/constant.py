@@ -15,7 +15,6 @@ them as read-only globals: the same KIR, the same subscripts.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 import islpy as isl
 import numpy as np

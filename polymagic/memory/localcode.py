@@ -30,11 +30,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import islpy as isl
-import numpy as np
 
 from .. import kir
 from ..expr import Binary, Expr, Int, Var
-from ..scop import DTYPES, Scop
+from ..scop import Scop, buffer_bytes
 from .localise import LocaliseError, Localisation, live_move_out, localise
 
 #: ρ with more pieces than this is not printed in a one-block kernel (box modulo instead)
@@ -60,10 +59,7 @@ class LocalBuffer:
 
     @property
     def nbytes(self) -> int:
-        n = 1
-        for e in self.extents:
-            n *= e
-        return n * np.dtype(DTYPES[self.ctype]).itemsize
+        return buffer_bytes(self.ctype, self.extents)
 
     def row(self) -> tuple[Expr, ...]:
         """The thread's row: ``tx + Bx * (ty + By * tz)`` (nothing for one thread)."""

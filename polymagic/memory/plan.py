@@ -53,12 +53,8 @@ class BufferPlan:
 
     @property
     def nbytes(self) -> int:
-        import numpy as np
-        from ..scop import DTYPES
-        n = 1
-        for e in self.extents:
-            n *= e
-        return n * np.dtype(DTYPES[self.ctype]).itemsize
+        from ..scop import buffer_bytes
+        return buffer_bytes(self.ctype, self.extents)
 
 
 @dataclass
@@ -290,7 +286,7 @@ def _thread_filter(stmt: str, np_: int, na: int, block: tuple[int, int, int]) ->
     axes = [a for a, b in zip("xyz", block) if b > 1] or ["x"]
     dims = [f"a{i}" for i in range(na)]
     if na == 1 and len(axes) > 1:           # a 1-d buffer: use all threads of the block
-        lin, stride = "", 1
+        stride = 1
         parts = []
         for a in axes:
             parts.append(f"{stride} * {kir.THREAD_IDS[a]}")

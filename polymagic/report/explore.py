@@ -742,7 +742,6 @@ def program_data_spaces(scop, sizes: Mapping | None = None, delta: float = 0.3
     Algorithm 2 boxes, copy-in and copy-out sets and Algorithm 1 decisions, and
     the merged buffer of each array.  ``sizes`` fix any size parameters."""
     from ..memory.scratchpad import bounding_box, data_spaces, partition, reuse
-    from ..expr import CPrinter
     sizes = dict(sizes or {})
     prefix = isl.UnionMap.empty(scop.context.get_space())
     for st in scop.statements:

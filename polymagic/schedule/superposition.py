@@ -129,7 +129,7 @@ class SuperPlan:
                         lines.append(f"{pad}__syncthreads()")
         walk(self.items, 1, False)
         lines.append("")
-        lines.append(f"DL model (seed 003 §5.2, L = 32 elements, ∂mem_cost/∂t at t = 16; "
+        lines.append("DL model (seed 003 §5.2, L = 32 elements, ∂mem_cost/∂t at t = 16; "
                      "most negative = best for thread.x):")
         lines.append("  stmt  loop  ∂mem_cost/∂t   coalesces")
         for s, c in self.costs.items():
