@@ -47,6 +47,29 @@ void fz(int M, int A[M + 1][M + 1][M + 1], double B[M + 4]) {
     for (int j = 0; j < M; j++)
       B[i + j] = 0.125 * B[j];
 }""", [{"M": 1}, {"M": 9}], {"tile": (6, 1)}),
+    # 13: a temporary's shared buffer was never copied out (live-out read isl's full
+    # dependences as [w -> r] -> A instead of w -> [r -> A]), so a later kernel read 0
+    "temporary-live-out": ("""
+void fz(int N, float A[N + 1][N + 1], float B[N + 1][N + 1][N + 1]) {
+  double acc0 = 0.0;
+  for (int i = 0; i <= N; i++) {
+    double acc1 = 0.0;
+    for (int j = 0; j < i; j++) {
+      acc1 += 0.125 * B[j][i][i];
+    }
+    A[i][i] = 0.0625 * acc1;
+  }
+}""", [{"N": 1}, {"N": 14}], {}),
+    # 14: a register loaded from a shared element that copy minimisation (rightly) never
+    # copied in, because the loop overwrites it first: the emulator saw the read
+    "register-overwritten-first": ("""
+void fz(int M, float A[2 * M + 1], double E[2 * M + 3][2 * M + 2][M + 3]) {
+  for (int i = 0; i < M; i++) {
+    for (int j = 0; j < M; j++) {
+      A[j] = 0.25 * fmin(E[i - j + M][j - i + M][i], E[M + 2][i + M + 2][j + 3]);
+    }
+  }
+}""", [{"M": 1}, {"M": 12}], {"block": (8, 3, 16), "shared_mem": 2048}),
 }
 
 

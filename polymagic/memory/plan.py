@@ -174,14 +174,14 @@ def live_out(scop: Scop, prefix: isl.UnionMap, part: Partition) -> isl.Map | Non
         return None
     info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
     info = info.set_schedule_map(scop.schedule.intersect_domain(everything))
-    dep = info.compute_flow().get_full_must_dependence()       # [w -> r] -> A[a]
+    dep = info.compute_flow().get_full_must_dependence()       # w -> [r -> A[a]]
     space = prefix.get_space()
     dep = dep.align_params(space)
     mine = _refs_rel(scop, prefix.domain(), part.array, lambda st, k, a: a.is_write and any(
         d.stmt == st and d.ref == k for d in part.writes))
     if mine is None:
         return None
-    by_block = prefix.reverse().apply_range(dep.curry())      # [p] -> [r -> A[a]]
+    by_block = prefix.reverse().apply_range(dep)              # [p] -> [r -> A[a]]
     inside = by_block.uncurry().intersect_domain(prefix.reverse().wrap()).curry()
     leaving = by_block.subtract(inside).range_factor_range()   # [p] -> A[a]
     return _as_map(leaving.intersect(prefix.reverse().apply_range(mine.align_params(space))),

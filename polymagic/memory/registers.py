@@ -208,6 +208,21 @@ def _sites(body: list[kir.Stmt], name: str, path: list
     return out
 
 
+def _overwritten_first(site: tuple[list, kir.Compute], loops: list[kir.Loop], name: str
+                       ) -> bool:
+    """Whether the first reference inside the hoisted loop is a plain write of the
+    element, reached in the loop's first iteration wherever the register's guards
+    hold (only guards, lets and the thread point loops around it): then the load
+    before the loop would read a value nobody uses (and, with copy minimisation, a
+    shared element never copied in), so it is left out."""
+    path, c = site
+    if c.assign.op != "=" or c.assign.target.array != name:
+        return False
+    if any(a.array == name for a in accesses(c.assign.value)):
+        return False
+    return all(isinstance(s, (kir.If, kir.Let)) or any(s is lp for lp in loops) for s in path)
+
+
 class RegisterPromoter:
     """Applies register plans to one kernel body (seed 004 §4.2)."""
 
@@ -350,7 +365,9 @@ class RegisterPromoter:
             return out
 
         new_L = kir.Loop(L.var, L.lower, L.upper, L.step, rewrite(L.body), L.unroll)
-        block = nest(kir.Compute(f"pm_rin_{rname}", Assign(reg, "=", glob))) + [new_L]
+        block = [] if _overwritten_first(sites[0], loops, name) else \
+            nest(kir.Compute(f"pm_rin_{rname}", Assign(reg, "=", glob)))
+        block += [new_L]
         if written:
             block += nest(kir.Compute(f"pm_rout_{rname}", Assign(glob, "=", reg)))
         if isinstance(L.lower, Int) and isinstance(L.upper, Int) and \
