@@ -70,6 +70,16 @@ void fz(int M, float A[2 * M + 1], double E[2 * M + 3][2 * M + 2][M + 3]) {
     }
   }
 }""", [{"M": 1}, {"M": 12}], {"block": (8, 3, 16), "shared_mem": 2048}),
+    # 15: the same, with the overwriting reference under a sub-tile loop that may not
+    # run: the register moves inside that loop instead of loading an undefined value
+    "register-overwritten-in-inner-loop": ("""
+void fz(int M, int T, double A[1][M + 1]) {
+  for (int t = 0; t < T; t++) {
+    for (int i = 0; i < M; i++) {
+      A[0][i] = 0.0625;
+    }
+  }
+}""", [{"M": 1, "T": 1}, {"M": 9, "T": 4}], {"tile": (8,)}),
 }
 
 

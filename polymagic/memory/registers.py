@@ -208,18 +208,18 @@ def _sites(body: list[kir.Stmt], name: str, path: list
     return out
 
 
-def _overwritten_first(site: tuple[list, kir.Compute], loops: list[kir.Loop], name: str
-                       ) -> bool:
-    """Whether the first reference inside the hoisted loop is a plain write of the
-    element, reached in the loop's first iteration wherever the register's guards
-    hold (only guards, lets and the thread point loops around it): then the load
-    before the loop would read a value nobody uses (and, with copy minimisation, a
-    shared element never copied in), so it is left out."""
-    path, c = site
-    if c.assign.op != "=" or c.assign.target.array != name:
-        return False
-    if any(a.array == name for a in accesses(c.assign.value)):
-        return False
+def _overwrites(c: kir.Compute, name: str) -> bool:
+    """A plain write of the element that reads no element of ``name``."""
+    return c.assign.op == "=" and c.assign.target.array == name and \
+        not any(a.array == name for a in accesses(c.assign.value))
+
+
+def _first_iteration(path: list, loops: list[kir.Loop]) -> bool:
+    """Whether a reference is reached in the hoisted loop's first iteration wherever
+    the register's guards hold: only guards, lets and the thread point loops around
+    it.  Then a first reference that overwrites the element needs no load before
+    the loop (the load would read a value nobody uses and, with copy minimisation,
+    a shared element never copied in)."""
     return all(isinstance(s, (kir.If, kir.Let)) or any(s is lp for lp in loops) for s in path)
 
 
@@ -312,6 +312,11 @@ class RegisterPromoter:
                 return (f"the thread point loop {lp.var} has no constant trip count "
                         "(one register per point needs one)")
             trips.append(t)
+        overwrites = _overwrites(sites[0][1], name)
+        if overwrites and not _first_iteration(sites[0][0], loops):
+            return (f"its first reference inside loop {L.var} overwrites the element under "
+                    "a loop that may not run (the register's load would be needed and "
+                    "read an undefined value)")
         nregs = math.prod(trips)
         if nregs > MAX_REGISTERS:
             return f"{nregs} points per thread need more than {MAX_REGISTERS} registers"
@@ -365,7 +370,7 @@ class RegisterPromoter:
             return out
 
         new_L = kir.Loop(L.var, L.lower, L.upper, L.step, rewrite(L.body), L.unroll)
-        block = [] if _overwritten_first(sites[0], loops, name) else \
+        block = [] if overwrites else \
             nest(kir.Compute(f"pm_rin_{rname}", Assign(reg, "=", glob)))
         block += [new_L]
         if written:
