@@ -80,6 +80,16 @@ void fz(int M, int T, double A[1][M + 1]) {
     }
   }
 }""", [{"M": 1, "T": 1}, {"M": 9, "T": 4}], {"tile": (8,)}),
+    # 16: a register hoisted over a loop whose inner loop is empty for some points
+    # loaded (and stored back) an element no one copied in
+    "register-point-without-iterations": ("""
+void fz(int M, float D[M + 1]) {
+  for (int j = 0; j < M; j++) {
+    for (int k = 0; k < j; k++) {
+      D[k] *= 0.75;
+    }
+  }
+}""", [{"M": 2}, {"M": 40}], {"tile": (32,), "block": (32, 2)}),
 }
 
 

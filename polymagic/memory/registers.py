@@ -299,6 +299,11 @@ class RegisterPromoter:
                     rep.append(s)
                 elif any(s is x for x in chosen):
                     rep.append(s)
+                elif isinstance(s, kir.Loop) and \
+                        _header_vars(s) & (pvars | set(kir.THREAD_IDS.values())):
+                    return (f"loop {s.var} inside loop {L.var} has bounds that depend on the "
+                            "thread's point (a point may have no iterations: its register "
+                            "would load an element nobody reads)")
             if keep is None:
                 keep = rep
             elif len(keep) != len(rep) or any(a is not b for a, b in zip(keep, rep)):
