@@ -14,6 +14,7 @@ from polymagic.options import Options, parse_options
 from polymagic.pipeline import compile_source
 from polymagic.runtime.run import run
 from polymagic.schedule import dl_model
+from test_end_to_end import KERNELS as E2E_KERNELS
 from polymagic.schedule.loop_kinds import LoopKind, classify, make_table, original_nests
 from polymagic.schedule.superposition import (Kernel, StepLoop, ThreadGroup, check_legality,
                                               plan_superposition)
@@ -253,24 +254,11 @@ def test_superposition_lowers_transactions_per_request(src, sizes):
 
 # ---- every example, both mappings -------------------------------------------------------
 
-KERNELS = {
-    "gemm": ({"N": 37}, {"N": 5}),
-    "gemm-polybench": ({"ni": 37, "nj": 35, "nk": 29}, {"ni": 5, "nj": 3, "nk": 4}),
-    "2mm": ({"ni": 29, "nj": 27, "nk": 31, "nl": 26}, {"ni": 3, "nj": 4, "nk": 5, "nl": 2}),
-    "atax": ({"m": 41, "n": 35}, {"m": 3, "n": 4}),
-    "bicg": ({"m": 33, "n": 45}, {"m": 4, "n": 3}),
-    "mvt": ({"n": 39}, {"n": 5}),
-    "gesummv": ({"n": 43}, {"n": 6}),
-    "syrk": ({"n": 29, "m": 23}, {"n": 4, "m": 3}),
-    "doitgen": ({"nr": 7, "nq": 5, "np": 26}, {"nr": 3, "nq": 2, "np": 5}),
-    "covariance": ({"m": 27, "n": 31}, {"m": 4, "n": 5}),
-    "jacobi-1d": ({"tsteps": 4, "n": 70}, {"tsteps": 2, "n": 7}),
-    "jacobi-2d": ({"tsteps": 3, "n": 30}, {"tsteps": 2, "n": 6}),
-    "jacobi-2d-alt": ({"tsteps": 3, "n": 30}, {"tsteps": 2, "n": 6}),
-    "fdtd-2d": ({"tmax": 3, "nx": 27, "ny": 29}, {"tmax": 2, "nx": 4, "ny": 5}),
-    "seidel-2d": ({"tsteps": 2, "n": 27}, {"tsteps": 2, "n": 6}),
-    "lu": ({"n": 29}, {"n": 5}),
-}
+# the end-to-end suite's sizes (multi-tile run, sizes below a tile); doitgen smaller
+# (its sequential loops run inside each thread here), plus jacobi-2d-alt
+KERNELS = {**E2E_KERNELS,
+           "doitgen": ({"nr": 7, "nq": 5, "np": 26}, {"nr": 3, "nq": 2, "np": 5}),
+           "jacobi-2d-alt": ({"tsteps": 3, "n": 30}, {"tsteps": 2, "n": 6})}
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))

@@ -115,6 +115,22 @@ class LocalPlan:
     decisions: list[str] = field(default_factory=list)
 
 
+def _reusing(scop: Scop, prefix, array: str, window: int, who: str,
+             decisions: list[str]) -> Localisation | None:
+    """The localisation of ``array`` along the loop (seed 001 §4.2) when it keeps
+    something from one step to the next; else None, with the reason in ``decisions``."""
+    try:
+        loc = localise(scop, prefix, array, window)
+    except (LocaliseError, isl.Error) as e:
+        decisions.append(f"{who}: not localised ({e})")
+        return None
+    if loc.kept.is_empty():
+        decisions.append(f"{who}: not localised (no reuse from one step to the next: "
+                         "G is empty)")
+        return None
+    return loc
+
+
 def _identifiers(text: str) -> set[str]:
     import re
     return set(re.findall(r"[A-Za-z_]\w*", text))
@@ -189,14 +205,8 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         if any(r in buffered for r in refs):
             out.decisions.append(f"{kernel}: {a}: not localised (it has a per-tile buffer)")
             continue
-        try:
-            loc = localise(scop, prefix, a, window)
-        except (LocaliseError, isl.Error) as e:
-            out.decisions.append(f"{kernel}: {a}: not localised ({e})")
-            continue
-        if loc.kept.is_empty():
-            out.decisions.append(f"{kernel}: {a}: not localised (no reuse from one step "
-                                 "to the next: G is empty)")
+        loc = _reusing(scop, prefix, a, window, f"{kernel}: {a}", out.decisions)
+        if loc is None:
             continue
         if loc.storage is None:
             out.decisions.append(f"{kernel}: {a}: not localised (the cached set grows with "
@@ -322,14 +332,8 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
     total = 0
     np_ = x.get_schedule_depth()
     for a in arrays:
-        try:
-            loc = localise(scop, prefix, a, window)
-        except (LocaliseError, isl.Error) as e:
-            out.decisions.append(f"{kernel}: {a}: not localised ({e})")
-            continue
-        if loc.kept.is_empty():
-            out.decisions.append(f"{kernel}: {a}: not localised (no reuse from one step "
-                                 "to the next: G is empty)")
+        loc = _reusing(scop, prefix, a, window, f"{kernel}: {a}", out.decisions)
+        if loc is None:
             continue
         if loc.layout == "compact" and loc.constant_drift is not None \
                 and loc.rho.n_piece() <= COMPACT_PIECES:
