@@ -77,7 +77,7 @@ class PolyMagics(Magics):
             tuned = self._autotune(cell, options)
             if tuned is not None:
                 options = tuned.options(options).with_(autotune=False)
-        compiled, report = self._compile_and_run(cell, options)
+        compiled, options, report = self._compile_and_run(cell, options)
         if compiled is None:          # a --python cell that ran as plain Python
             return None
         self.last = (compiled, report)
@@ -90,8 +90,10 @@ class PolyMagics(Magics):
         return None
 
     def _compile_and_run(self, cell: str, options: Options):
-        """Pipeline + runtime; user mistakes become a traceback-free UsageError."""
-        from .pipeline import compile_source
+        """Pipeline + runtime; user mistakes become a traceback-free UsageError.
+        Returns the compilation and options specialised to the namespace arrays'
+        layout (:func:`polymagic.pipeline.specialise_layout`) and the report."""
+        from .pipeline import compile_source, specialise_layout
         from .runtime.run import run
         try:
             compiled = compile_source(cell, options, language=language(options))
@@ -99,13 +101,14 @@ class PolyMagics(Magics):
             if language(options) == "python" and not isinstance(e, OptionsError):
                 from .frontend.python import run_as_python     # seed 002 §2.3 fallback
                 print(f"note: {run_as_python(cell, options, self.shell.user_ns, e)}")
-                return None, None
+                return None, options, None
             raise UsageError(str(e)) from None
         try:
+            compiled, options = specialise_layout(compiled, options, self.shell.user_ns)
             report = run(compiled, options, namespace=self.shell.user_ns)
         except PolymagicError as e:
             raise UsageError(str(e)) from None
-        return compiled, report
+        return compiled, options, report
 
     def _autotune(self, cell: str, options: Options):
         """``--autotune`` (polymagic.autotune) with a progress bar; None when a

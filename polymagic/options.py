@@ -49,12 +49,15 @@ class Options:
     autotune: bool = False                        # --autotune: try tile/block candidates
     autotune_candidates: int = 12                 # at most this many candidates
     autotune_budget: float = 60.0                 # seconds; later candidates are skipped
+    # element strides of arrays passed as non-row-major views, set from the arrays at
+    # call time (pipeline.specialise_layout), never by a flag: ((name, strides), ...)
+    layout: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def key(self) -> tuple:
         """What the generated code depends on (for compile caches)."""
         return (self.tile, self.block, self.mapping, self.shared, self.shared_mem, self.registers,
                 self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
-                self.localise, self.reorg,
+                self.localise, self.reorg, self.layout,
                 tuple(sorted(self.sizes.items())) if self.tile_auto or self.localise else None)
 
     def with_(self, **kw) -> "Options":

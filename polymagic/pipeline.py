@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from . import kir
 from .errors import CompileError
@@ -26,6 +27,7 @@ class Compiled:
     compile_s: float             # pipeline time, parse -> CUDA
     summary: str                 # one line: loops -> blocks/threads, grid/block sizes, kernels
     notes: list[str] = field(default_factory=list)
+    language: str = "c"
 
 
 _CACHE: dict[tuple, Compiled] = {}
@@ -73,7 +75,7 @@ def compile_source(source: str, options: Options | None = None, language: str = 
         cuda = print_cuda(program)
         host_py = print_host_python(program)
     c = Compiled(scop, deps, sched, program, cuda, host_py, time.perf_counter() - t0,
-                 summary, notes)
+                 summary, notes, language)
     _CACHE[key[:3]] = c
     if _size_dependent(c):
         _CACHE[key[:3] + (_size_values(scop, options),)] = c
@@ -89,3 +91,44 @@ def _size_dependent(c: Compiled) -> bool:
 
 def _size_values(scop: Scop, options: Options) -> tuple:
     return tuple((p, options.sizes.get(p)) for p in scop.size_params)
+
+
+def array_layout(scop: Scop, arrays: Mapping[str, object]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Element strides (absolute) of the given arrays that are not row-major
+    contiguous — transposes, column slices, Fortran order — sorted by name; arrays
+    laid out as declared are left out, so contiguous inputs give ``()``."""
+    import numpy as np
+    out = []
+    for name in sorted(p.name for p in scop.array_params):
+        a = arrays.get(name)
+        if not isinstance(a, np.ndarray) or a.ndim < 2:
+            continue
+        if any(s % a.itemsize for s in a.strides):
+            continue                           # planned on a contiguous copy (transfers)
+        real = tuple(abs(s) // a.itemsize for s in a.strides)
+        row_major = tuple(int(np.prod(a.shape[k + 1:])) for k in range(a.ndim))
+        if any(n > 1 and r != m for r, m, n in zip(real, row_major, a.shape)):
+            out.append((name, real))
+    return tuple(out)
+
+
+def specialise_layout(compiled: Compiled, options: Options, arrays: Mapping[str, object]
+                      ) -> tuple[Compiled, Options]:
+    """The compilation for the arrays' real layout (seed 002 §2.3: layouts are
+    discovered at call time).  Only the superposition's DL model reads strides (seed
+    003 §5.2: which loop coalesces, hence goes to thread x, depends on them), so with
+    ``--mapping single``, or arrays laid out as declared, ``compiled`` is returned as
+    it is; otherwise the function is recompiled (cached per layout) with a note."""
+    if options.mapping != "superposition":
+        return compiled, options
+    layout = array_layout(compiled.scop, arrays)
+    if layout == options.layout:
+        return compiled, options
+    options = options.with_(layout=layout)
+    c = compile_source(compiled.scop.source, options, language=compiled.language)
+    if layout:
+        views = ", ".join(f"{n} (element strides {', '.join(map(str, s))})" for n, s in layout)
+        note = f"the DL coalescing model used the real strides of {views}"
+        if note not in c.notes:
+            c.notes.append(note)
+    return c, options

@@ -172,3 +172,20 @@ def test_python_cell(shell):
     shell.run_cell_magic("polycuda", LINE + " --python", PY_SCALE)
     np.testing.assert_allclose(shell.user_ns["B"], 2 * a + 1, rtol=1e-6)
     assert callable(shell.user_ns["scale"])
+
+
+def test_transposed_namespace_arrays_steer_the_mapping(shell):
+    """Seed 002 §2.3 / seed 003 §5.2: the magic compiles for the namespace arrays'
+    real layout (Fortran-ordered views: i is contiguous, so i goes to thread x); the
+    callable recompiles for contiguous arrays and results stay right in both."""
+    a, b = _inputs()
+    shell.user_ns.update(A=np.asfortranarray(a), B=np.asfortranarray(b))
+    shell.run_cell_magic("polycuda", LINE + " --quiet", SCALE)
+    compiled, report = shell.magics_manager.registry["PolyMagics"].last
+    assert report.ok and "i→thread.x" in compiled.summary
+    assert any("real strides of A" in n for n in compiled.notes)
+    np.testing.assert_allclose(shell.user_ns["B"], 2 * a + 1, rtol=1e-6)
+    fn = shell.user_ns["scale"]
+    a2, b2 = _inputs(seed=3)
+    assert fn(N=N, A=a2, B=b2).ok
+    np.testing.assert_allclose(b2, 2 * a2 + 1, rtol=1e-6)

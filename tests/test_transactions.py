@@ -250,3 +250,30 @@ void prefix(int N, float A[N]) {
     tx = _kernel_tx(r)
     assert tx["load_requests"] == tx["load_sectors"] == tx["load_lines"] == r.counters["loads"]
     assert tx["store_requests"] == tx["store_sectors"] == r.counters["stores"] == 49
+
+
+def test_layout_of_numpy_views_steers_the_dl_model():
+    """Seed 003 §5.2 with the arrays' real strides (issue 4 item 7): with both arrays
+    passed as transposed views, the contiguous index is i, so the layout-specialised
+    compilation puts i on thread x and the copy coalesces again (4 sectors per
+    request), where the compilation for the declared layout gives 32."""
+    from polymagic.pipeline import array_layout, specialise_layout
+    rng = np.random.default_rng(1)
+    x = rng.random((64, 64)).astype(np.float32)
+    views = {"A": x.T, "B": np.zeros((64, 64), np.float32).T}
+    opts = Options(sizes={"N": 64, "M": 64}, target="emulator")
+    declared = compile_source(COPY.format(t="float"), opts)
+    assert array_layout(declared.scop, views) == (("A", (1, 64)), ("B", (1, 64)))
+    assert array_layout(declared.scop, {"A": x, "B": x.copy()}) == ()
+    plain = run(declared, opts, {"A": x.T, "B": np.zeros((64, 64), np.float32).T})
+    assert plain.ok and transactions(plain.counters)["transactions_per_request"] == 32
+    c, o = specialise_layout(declared, opts, views)
+    assert o.layout == (("A", (1, 64)), ("B", (1, 64)))
+    assert "i→thread.x" in c.summary and any("real strides of A" in n for n in c.notes)
+    r = run(c, o, views)
+    assert r.ok, r.message
+    assert np.array_equal(views["B"], x.T)
+    assert transactions(r.counters)["transactions_per_request"] == 4
+    # contiguous arrays afterwards: back to the declared-layout compilation
+    again, o2 = specialise_layout(c, o, {"A": x, "B": x.copy()})
+    assert o2.layout == () and again.summary == declared.summary

@@ -793,6 +793,8 @@ class GpuFunction:
                     sizes[p.name] = int(arrays[m.group(1)].shape[int(m.group(2))])
         o = options.with_(sizes={**options.sizes, **sizes}, inputs=None)
         inputs = gather_inputs(scop, o, arrays, where="the arguments")
+        from ..pipeline import specialise_layout
+        compiled, o = specialise_layout(compiled, o, arrays)
         return execute(compiled, o, inputs, check=self.check,
                        unchecked="not checked (@polymagic.gpu(check=True) compares with "
                                  "the CPU reference)")

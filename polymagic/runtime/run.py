@@ -629,8 +629,10 @@ class PolyFunction:
     from the cell's ``--size``; arrays not given are seeded random.  Runs the
     device target only — pass ``check=True`` to also compare with the CPU
     reference (results are then written only if the check passes).  Nothing is
-    recompiled: the device module is built once and reused.  Returns the
-    :class:`RunReport`.
+    recompiled, except for arrays whose layout (a transposed or strided view)
+    changes which loop the superposition's coalescing model puts on thread x
+    (:func:`polymagic.pipeline.specialise_layout`, cached per layout); device
+    modules are built once and reused.  Returns the :class:`RunReport`.
     """
 
     def __init__(self, compiled, options: Options):
@@ -662,7 +664,9 @@ class PolyFunction:
         options = self.options.with_(sizes=values, inputs=None)
         inputs = gather_inputs(scop, options, arrays, defaults=self.options.sizes,
                                where="the arguments")
-        return execute(self.compiled, options, inputs, check=check,
+        from ..pipeline import specialise_layout
+        compiled, options = specialise_layout(self.compiled, options, arrays)
+        return execute(compiled, options, inputs, check=check,
                        unchecked="not checked (pass check=True to compare with the CPU reference)")
 
     def explore(self, namespace: Mapping | None = None, **kwargs):

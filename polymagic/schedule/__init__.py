@@ -90,6 +90,17 @@ SUPER_OPERATIONS = 20_000_000
 REQUIRE_GAIN = os.environ.get("POLYMAGIC_SUPERPOSITION", "") != "always"
 
 
+def _strides(scop: Scop, options) -> dict[str, tuple[int, ...]] | None:
+    """The arrays' element strides for the DL model (seed 003 §5.2): the declared
+    row-major ones, overridden by the real strides of NumPy views passed in
+    (``options.layout``, seed 002 §2.3: layouts are discovered at call time)."""
+    layout = dict(getattr(options, "layout", ()) or ())
+    if not layout:
+        return None
+    from .dl_model import array_strides
+    return {**array_strides(scop), **layout}
+
+
 def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
                          options) -> None:
     """Plan the superposition (seed 003 §4-5) and decide whether the mapping uses it:
@@ -109,7 +120,7 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     ctx = scop.context.get_ctx()
     try:
         with OperationBudget(ctx, SUPER_OPERATIONS):
-            plan = plan_superposition(scop, deps.validity)
+            plan = plan_superposition(scop, deps.validity, _strides(scop, options))
     except isl.Error:
         result.notes.append(f"superposition: planning took more than {SUPER_OPERATIONS} isl "
                             "operations: single mapping used")
