@@ -1,6 +1,14 @@
 """Small bridges between islpy objects and :mod:`polymagic.expr` trees."""
 from __future__ import annotations
 
+import os
+import pickle
+import select
+import signal
+import time
+import warnings
+from typing import Callable, TypeVar
+
 import islpy as isl
 
 from .expr import Binary, Call, Cond, Expr, Int, Unary, Var
@@ -113,6 +121,66 @@ class OperationBudget:
         self.ctx.set_max_operations(0)
         self.ctx.reset_operations()
         return False
+
+
+_T = TypeVar("_T")
+
+
+class TimedOut(Exception):
+    """:func:`in_child` ran out of time (the computation was abandoned)."""
+
+
+def in_child(fn: Callable[[], _T], seconds: float) -> _T:
+    """``fn()`` computed in a forked child process, killed after ``seconds``.
+
+    barvinok's counting (``card()``) does not honour isl's operation budget
+    (:class:`OperationBudget`), so a parametric count can run for minutes (seed
+    001's 2d Gauss-Seidel with a window of 2); a child that can be killed bounds
+    it.  ``fn`` must return something picklable (e.g. an isl object's string, read
+    back in the parent).  Raises :class:`TimedOut` past the limit, ``isl.Error``
+    when ``fn`` raised one; without ``fork`` it simply calls ``fn()``."""
+    if not hasattr(os, "fork"):
+        return fn()
+    r, w = os.pipe()
+    try:
+        with warnings.catch_warnings():     # multi-threaded parents (a Jupyter kernel)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return fn()
+    if pid == 0:                             # the child: compute, send, leave at once
+        os.close(r)
+        try:
+            data = pickle.dumps((True, fn()))
+        except BaseException as e:           # noqa: BLE001 - reported to the parent
+            data = pickle.dumps((False, f"{type(e).__name__}: {e}"))
+        view = memoryview(data)
+        while view:
+            view = view[os.write(w, view):]
+        os._exit(0)
+    os.close(w)
+    chunks, deadline = [], time.monotonic() + seconds
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([r], [], [], left)[0]:
+                os.kill(pid, signal.SIGKILL)
+                raise TimedOut(f"gave up after {seconds:g} s")
+            chunk = os.read(r, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    if not chunks:
+        raise isl.Error("the counting process ended without a result")
+    ok, value = pickle.loads(b"".join(chunks))
+    if not ok:
+        raise isl.Error(value)
+    return value
 
 
 def coalesce(x):

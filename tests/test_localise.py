@@ -246,3 +246,30 @@ def test_sor_wavefront_block_keeps_2m_plus_1():
     """Seed 001 §5: with m sweeps active, 2m + 1 elements are accessed per step."""
     out = _run("sor-1d.c", "m=5,n=30", "--localise", "k")
     assert any("lc0_A[11]" in n for n in out["notes"])
+
+
+def test_in_child_returns_raises_and_times_out():
+    """barvinok ignores isl's operation budget, so counts run in a child process
+    that is killed past its time limit (isl_util.in_child)."""
+    import time as _time
+    from polymagic.isl_util import TimedOut, in_child
+    assert in_child(lambda: str(isl.Set("{ [i] : 0 <= i < 5 }").card()), 30) == "{ 5 }"
+    with pytest.raises(isl.Error):
+        in_child(lambda: isl.Set("{ [i] : "), 30)
+    t0 = _time.monotonic()
+    with pytest.raises(TimedOut):
+        in_child(lambda: _time.sleep(30), 0.2)
+    assert _time.monotonic() - t0 < 10
+
+
+def test_gauss_seidel_window_two_is_bounded(monkeypatch):
+    """2d Gauss-Seidel with a window of 2 (seed 001 Example 2): when the barvinok
+    count of ρ runs past its time limit the analysis falls back to the bounding-box
+    layout and says why, instead of hanging."""
+    monkeypatch.setattr(L, "COUNT_SECONDS", 0.01)
+    scop = _scop("gauss-seidel-2d.c")
+    prefix = L.time_prefix(scop, "i")
+    loc = L.localise(scop, prefix, "A", window=2)
+    assert loc.layout == "box"
+    assert any("took too long" in n for n in loc.notes)
+    assert not loc.cached.is_empty()

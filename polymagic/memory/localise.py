@@ -33,13 +33,15 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from ..isl_util import OperationBudget
+from ..isl_util import OperationBudget, TimedOut, in_child
 from ..scop import Scop
 from .scratchpad import data_spaces
 
 
 #: isl operations the barvinok count of ρ may take before the box layout is used
 COUNT_OPERATIONS = 3_000_000
+#: seconds a barvinok count may take (it ignores the operation budget)
+COUNT_SECONDS = 10.0
 
 
 class LocaliseError(ValueError):
@@ -174,6 +176,14 @@ def rank_count(c: isl.Map) -> isl.PwQPolynomial:
     return m.card()
 
 
+def bounded_rank_count(c: isl.Map, seconds: float | None = None) -> isl.PwQPolynomial:
+    """:func:`rank_count` in a child process that is killed after ``seconds``
+    (:data:`COUNT_SECONDS`): barvinok ignores isl's operation budget.  Raises
+    :class:`TimedOut` then (the caller falls back to the bounding-box layout)."""
+    text = in_child(lambda: str(rank_count(c)), COUNT_SECONDS if seconds is None else seconds)
+    return isl.PwQPolynomial.read_from_str(c.get_ctx(), text)
+
+
 def qpoly_to_pw_aff(q: isl.PwQPolynomial, domain: isl.Set) -> isl.PwAff | None:
     """The count as a PwAff on ``domain`` (zero outside its pieces), or None when a
     piece is not quasi-affine (it could not be printed as integer code)."""
@@ -301,11 +311,11 @@ def localise(scop: Scop, prefix: isl.UnionMap, array: str, window: int = 1,
     count, rho, why = None, None, "counting it took too long"
     try:
         with OperationBudget(c.get_ctx(), COUNT_OPERATIONS):
-            count = rank_count(c)
+            count = bounded_rank_count(c)
             rho = qpoly_to_pw_aff(count, c.wrap())
             why = "the rank count is not quasi-affine, so it cannot be printed as integer code"
-            extents = [storage(c)] if rho is not None else []
-    except isl.Error:
+            extents = [in_child(lambda: storage(c), COUNT_SECONDS)] if rho is not None else []
+    except (isl.Error, TimedOut):
         rho = None
     if rho is not None:
         index, layout = [rho], "compact"
