@@ -12,7 +12,8 @@ events around the launches, the best of ``--repeat``), the H2D/D2H copy times, a
 check against the CPU reference (first run only).  With ``--ncu``, the same run under
 Nsight Compute (``ncu --metrics gpu__time_duration.sum -c N``, default clock control,
 the way the reference figures of the other issues were taken) for comparison with the
-CUDA-event times.  Variants not available yet are listed as planned.
+CUDA-event times.  A variant that does not apply to a kernel (localisation without
+a loop to localise along) is listed as such.
 
 Writes JSON (``--out``), a markdown table (stdout and ``--markdown``) and a speedup
 plot (``--plot``).  Degrades gracefully: without CuPy/GPU the GPU columns say why,
@@ -33,24 +34,34 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 
 from suite import PRESETS, Kernel, select, size_args  # noqa: E402
 
-#: Mapping variants: name -> (extra options, or None when planned; description).
-VARIANTS: dict[str, tuple[list[str] | None, str]] = {
-    "single": (["--shared", "none"], "one schedule, global memory only (baseline)"),
-    "shared": (["--shared", "auto"], "+ shared-memory buffers where data is reused"),
-    "shared-all": (["--shared", "all"], "+ shared-memory buffers for every partition"),
-    "tile-auto": (["--tile", "auto"], "+ tile sizes from the tile search"),
-    "superposition": (None, "schedule superposition (planned)"),
-    "registers": (None, "+ register promotion (planned)"),
-    "localisation": (None, "+ localisation (planned)"),
+#: Mapping variants: name -> (extra options, or a function of the kernel giving them or
+#: None when the variant does not apply to it; description).  Each stage is switched on
+#: in turn on top of the foundation's baseline, then everything at its default.
+VARIANTS: dict[str, tuple[list[str] | Callable[[Kernel], list[str] | None], str]] = {
+    "single": (["--mapping", "single", "--shared", "none", "--no-registers"],
+               "one schedule, global memory only (the foundation's baseline)"),
+    "superposition": (["--mapping", "superposition", "--shared", "none", "--no-registers"],
+                      "block/thread schedules superposed (seed 003), global memory only"),
+    "shared": (["--mapping", "single", "--shared", "auto", "--no-registers"],
+               "+ shared-memory buffers where data is reused (seed 000)"),
+    "shared-all": (["--mapping", "single", "--shared", "all", "--no-registers"],
+                   "+ shared-memory buffers for every partition (seed 000 §3)"),
+    "registers": (["--mapping", "single", "--shared", "auto"],
+                  "+ register promotion and __constant__ memory (seed 004 §4.2)"),
+    "tile-auto": (["--tile", "auto"], "+ tile sizes from the tile search (seed 000 §4.3)"),
+    "localisation": (lambda k: ["--localise", k.localise] if k.localise else None,
+                     "+ localisation along a sequential loop (seed 001)"),
+    "default": ([], "every stage at its default"),
 }
-DEFAULT_VARIANTS = ("single", "shared", "tile-auto", "superposition", "registers",
-                    "localisation")
+DEFAULT_VARIANTS = ("single", "superposition", "shared", "registers", "tile-auto",
+                    "localisation", "default")
 CPU_OPT = "-O3 -march=native"
 
 
@@ -145,6 +156,13 @@ def time_target(compiled, options, args: dict, repeat: int, check: bool) -> dict
     if check:
         rep = run(compiled, options)
         out.update(ok=rep.ok, max_rel_err=rep.max_rel_err, launches=rep.launches)
+        if rep.counters:                 # emulator: global traffic and coalescing
+            from polymagic.report.fmt import transactions
+            tx = transactions(rep.counters) or {}
+            out.update(global_loads=rep.counters.get("loads"),
+                       global_stores=rep.counters.get("stores"),
+                       transactions=tx.get("transactions"),
+                       transactions_per_request=tx.get("transactions_per_request"))
     fn = make_callable(compiled, options)
     best = None
     for _ in range(max(1, repeat)):
@@ -289,9 +307,11 @@ def bench_variant(kernel: Kernel, name: str, source: str, sizes: dict, inputs: d
                   tgts: list[str], gpu_note: str) -> dict:
     from polymagic.options import parse_options
     extra, what = VARIANTS[name]
+    if callable(extra):
+        extra = extra(kernel)
     if extra is None:
-        return {"planned": what}
-    out: dict = {"targets": {}}
+        return {"skipped": f"not applicable to {kernel.name}: {what}"}
+    out: dict = {"targets": {}, "options": " ".join(extra)}
     try:
         opts = parse_options(extra + size_args(sizes))
         compiled, out["pipeline_s"] = compile_cold(source, opts)
@@ -320,13 +340,14 @@ def _ms(v) -> str:
 
 def markdown(results: list[dict], m: dict) -> str:
     head = ("| kernel | variant | pipeline ms | GPU kernel ms | H2D ms | D2H ms | ncu ms | "
-            "OpenMP ms | CPU -O3 ms | cuBLAS ms | speedup vs CPU | check |")
+            "OpenMP ms | CPU -O3 ms | cuBLAS ms | speedup vs CPU | emulator loads, sectors/request "
+            "| check |")
     lines = [f"Preset `{m['preset']}`, commit {m['commit']}, device: "
              f"{m['device'] or 'none (' + (m['gpu_note'] or 'not requested') + ')'}, "
-             f"{m['cpu_cores']} CPU cores.", "", head, "|" + " --- |" * 12]
+             f"{m['cpu_cores']} CPU cores.", "", head, "|" + " --- |" * 13]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['kernel']} | – | error: {r['error'][:80]} |" + " |" * 9)
+            lines.append(f"| {r['kernel']} | – | error: {r['error'][:80]} |" + " |" * 10)
             continue
         for name, v in r["variants"].items():
             lines.append(_row(r, name, v))
@@ -334,9 +355,9 @@ def markdown(results: list[dict], m: dict) -> str:
 
 
 def _row(r: dict, name: str, v: dict) -> str:
-    if "planned" in v or "skipped" in v or "error" in v:
-        why = v.get("planned") or v.get("skipped") or "error: " + v["error"][:80]
-        return f"| {r['kernel']} | {name} | {why} |" + " |" * 9
+    if "skipped" in v or "error" in v:
+        why = v.get("skipped") or "error: " + v["error"][:80]
+        return f"| {r['kernel']} | {name} | {why} |" + " |" * 10
     gpu, omp = v["targets"].get("gpu", {}), v["targets"].get("openmp", {})
     emu = v["targets"].get("emulator", {})
     best = min((t["kernel_s"] for t in (gpu, omp) if "kernel_s" in t), default=None)
@@ -348,7 +369,15 @@ def _row(r: dict, name: str, v: dict) -> str:
     return (f"| {r['kernel']} | {name} | {_ms(v.get('pipeline_s'))} | {_ms(gpu.get('kernel_s'))} "
             f"| {_ms(gpu.get('h2d_s'))} | {_ms(gpu.get('d2h_s'))} | {_ms(ncu)} "
             f"| {_ms(omp.get('kernel_s'))} | {_ms(cpu)} | {_ms(r.get('cublas_s'))} "
-            f"| {speed} | {check} |")
+            f"| {speed} | {_traffic(emu)} | {check} |")
+
+
+def _traffic(t: dict) -> str:
+    """The emulator's global loads and 32-byte sectors per warp request (seed 003 §6.3)."""
+    if t.get("global_loads") is None:
+        return "–"
+    tpr = t.get("transactions_per_request")
+    return f"{t['global_loads']:,}, {tpr:.2f}" if tpr is not None else f"{t['global_loads']:,}"
 
 
 def plot(results: list[dict], path: Path) -> None:

@@ -27,6 +27,7 @@ class Kernel:
     large: dict
     cublas: str = ""              # key of run_all.CUBLAS, "" when none
     scalars: dict = field(default_factory=dict)   # fixed scalar values (e.g. float_n = n)
+    localise: str = ""            # --localise LOOP for the localisation variant, "" when none
 
     def sizes(self, preset: str) -> dict:
         sizes = dict(getattr(self, preset))
@@ -42,7 +43,7 @@ def _k(name, file, category, small, medium, large, **kw) -> Kernel:
 
 SUITE: tuple[Kernel, ...] = (
     _k("gemm", "gemm.c", "linear-algebra", {"N": 32}, {"N": 512}, {"N": 2048},
-       cublas="gemm_square"),
+       cublas="gemm_square", localise="k"),
     _k("gemm-polybench", "gemm-polybench.c", "linear-algebra",
        {"ni": 20, "nj": 25, "nk": 30}, {"ni": 200, "nj": 220, "nk": 240},
        {"ni": 1000, "nj": 1100, "nk": 1200}, cublas="gemm_polybench"),
@@ -66,9 +67,9 @@ SUITE: tuple[Kernel, ...] = (
     _k("doitgen", "doitgen.c", "linear-algebra", {"nr": 10, "nq": 8, "np": 12},
        {"nr": 50, "nq": 40, "np": 60}, {"nr": 150, "nq": 140, "np": 160}),
     _k("jacobi-1d", "jacobi-1d.c", "stencil", {"tsteps": 4, "n": 60},
-       {"tsteps": 100, "n": 400}, {"tsteps": 500, "n": 2000}),
+       {"tsteps": 100, "n": 400}, {"tsteps": 500, "n": 2000}, localise="t"),
     _k("jacobi-2d", "jacobi-2d.c", "stencil", {"tsteps": 3, "n": 30},
-       {"tsteps": 100, "n": 250}, {"tsteps": 500, "n": 1300}),
+       {"tsteps": 100, "n": 250}, {"tsteps": 500, "n": 1300}, localise="t"),
     _k("seidel-2d", "seidel-2d.c", "stencil", {"tsteps": 2, "n": 20},
        {"tsteps": 100, "n": 400}, {"tsteps": 500, "n": 2000}),
     _k("fdtd-2d", "fdtd-2d.c", "stencil", {"tmax": 3, "nx": 20, "ny": 30},
