@@ -264,9 +264,11 @@ class _Mapper:
         domain = node.get_domain()
         tile_sched = node.band_get_partial_schedule()
         point_sched = node.child(0).band_get_partial_schedule()
-        rng = isl.Set.from_union_set(
-            isl.UnionMap.from_multi_union_pw_aff(tile_sched).intersect_domain(domain).range()
-        ).intersect_params(self.scop.context)
+        # extract_set, not from_union_set: a band whose statements have no instances
+        # (a loop that never runs) has an empty range without a space
+        rng = isl.UnionMap.from_multi_union_pw_aff(tile_sched).intersect_domain(
+            domain).range().extract_set(tile_sched.get_space()).intersect_params(
+            self.scop.context)
         members: list[MappedMember] = []
         block_filt, thread_filt = domain, domain
         block_ctx, thread_ctx = [], []
