@@ -56,29 +56,55 @@ def configure(ctx: isl.Context) -> None:
 def compute_schedule(scop: Scop, deps: Dependences, options=None) -> ScheduleResult:
     """isl's schedule, and with ``options.mapping == 'superposition'`` the seed 003
     plan (used by the mapping when legal, see :func:`superposition_choice`)."""
-    result = ScheduleResult(_isl_schedule(scop, deps))
+    notes: list[str] = []
+    result = ScheduleResult(_isl_schedule(scop, deps, notes))
+    result.notes.extend(notes)
     if options is not None and getattr(options, "mapping", "single") == "superposition":
         superposition_choice(scop, deps, result, options)
     return result
 
 
-def _isl_schedule(scop: Scop, deps: Dependences) -> isl.Schedule:
+def _isl_schedule(scop: Scop, deps: Dependences, notes: list[str] | None = None
+                  ) -> isl.Schedule:
+    """isl's schedule of the Scop.  isl's scheduler has been seen to give up with
+    "unable to carry dependences" on small programs whose dependences it can carry
+    once the parameter context is left out (fuzz finding 9): it is asked again
+    without it (legal for every parameter value, so for those of the context too),
+    and as a last resort the source order is used (always legal: the dependences
+    are those of that order) without parallelism, with a note."""
     ctx = scop.context.get_ctx()
     configure(ctx)
     dom = scop.domain.intersect_params(scop.context)
     validity = deps.validity
-    sc = isl.ScheduleConstraints.on_domain(dom)
-    sc = sc.set_context(scop.context)
-    sc = sc.set_validity(validity)
-    sc = sc.set_coincidence(validity)
-    sc = sc.set_proximity(validity)
-    try:
-        with OperationBudget(ctx, MAX_OPERATIONS):
-            return sc.compute_schedule()
-    except isl.Error as e:
-        raise PolymagicError(
-            "the polyhedral scheduler gave up on this function (too many operations); "
-            f"simplify the loop nest or split it into several cells ({e})") from None
+    failure = None
+    for context in (scop.context, None):
+        sc = isl.ScheduleConstraints.on_domain(dom)
+        if context is not None:
+            sc = sc.set_context(context)
+        sc = sc.set_validity(validity)
+        sc = sc.set_coincidence(validity)
+        sc = sc.set_proximity(validity)
+        try:
+            with OperationBudget(ctx, MAX_OPERATIONS):
+                return sc.compute_schedule()
+        except isl.Error as e:
+            if "number of operations exceeded" in str(e):
+                raise PolymagicError(
+                    "the polyhedral scheduler gave up on this function (too many operations); "
+                    f"simplify the loop nest or split it into several cells ({e})") from None
+            failure = e
+    if notes is not None:
+        notes.append(f"isl's scheduler failed ({str(failure).split(' in isl_')[0]}): the "
+                     "loops run in source order, without parallelism")
+    return source_order(scop)
+
+
+def source_order(scop: Scop) -> isl.Schedule:
+    """The source order (the Scop's 2d+1 schedule) as a schedule tree: one band, no
+    member marked coincident."""
+    dom = scop.domain.intersect_params(scop.context)
+    mupa = isl.MultiUnionPwAff.from_union_map(scop.schedule.intersect_domain(dom))
+    return isl.Schedule.from_domain(dom).insert_partial_schedule(mupa)
 
 
 #: isl operations the superposition planning may take before the single mapping is used

@@ -34,9 +34,6 @@ class Known:
 
 
 KNOWN: tuple[Known, ...] = (
-    Known("scheduler-cannot-carry-dependences", ("error:PolymagicError",),
-          r"unable to carry dependences",
-          where="docs/fuzz-findings.md#9 (schedule/: isl gives up on a strided loop)"),
     Known("dependence-analysis-gives-up", ("error:PolymagicError", "timeout"),
           r"dependence analysis gave up|deps\.py\", line \d+ in _flow",
           where="docs/fuzz-findings.md#11 (deps.py: minutes, then an error)"),
