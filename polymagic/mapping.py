@@ -22,6 +22,7 @@ nodes delimit kernels; the AST is then lowered to :mod:`polymagic.kir`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -29,8 +30,8 @@ import islpy as isl
 from . import kir
 from .errors import OptionsError
 from .isl_util import has_parallelism, leading_coincident, param_id
-from .memory.plan import (BufferPlan, CopyNamer, KernelMemory, atomic, graft_copies,
-                          plan_kernel_memory)
+from .memory.plan import (BufferPlan, CopyNamer, KernelMemory, atomic, drop_register_buffers,
+                          graft_copies, plan_kernel_memory)
 from .memory.constant import ConstantChooser
 from .options import Options
 from .schedule import ScheduleResult
@@ -317,6 +318,8 @@ class _Mapper:
             for r in regs:
                 r.line += len(plan.memory.decisions)
             plan.memory.registers, plan.memory.decisions = regs, plan.memory.decisions + lines
+            drop_register_buffers(plan.memory, name[3:], self.options,
+                                  math.prod(-(-mm.tile // mm.threads) for mm in members))
         if m:
             self.constant_arrays(plan, domain, host_prefix, full, n, m,
                                  node.get_schedule_depth())

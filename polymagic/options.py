@@ -35,6 +35,9 @@ class Options:
     shared: str = "auto"                          # auto (reuse-based) | all | none
     shared_mem: int = 48 * 1024                   # M_up: shared-memory bytes per block
     registers: bool = True
+    # the tile search's model (seed 000 §4.3) is fitted on plans whose buffer set does
+    # not depend on the tile sizes: it keeps register arrays' shared buffers too
+    keep_register_buffers: bool = False
     delta: float = 0.3                            # constant-reuse threshold of seed 000 Alg. 1
     tile_levels: tuple[tuple[int, ...], ...] = () # --tile 64,64:16,16 -> block tile, sub-tile, ...
     tile_auto: bool = False                       # --tile auto: seed 000 §4.3 search
@@ -54,7 +57,7 @@ class Options:
         """What the generated code depends on (for compile caches)."""
         return (self.tile, self.block, self.mapping, self.shared, self.shared_mem, self.registers,
                 self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
-                self.localise, self.reorg,
+                self.localise, self.reorg, self.keep_register_buffers,
                 tuple(sorted(self.sizes.items())) if self.tile_auto or self.localise else None)
 
     def with_(self, **kw) -> "Options":
