@@ -33,7 +33,7 @@ from .isl_util import has_parallelism, leading_coincident, param_id
 from .memory.plan import (BufferPlan, CopyNamer, KernelMemory, atomic, drop_register_buffers,
                           graft_copies, plan_kernel_memory)
 from .memory.constant import ConstantChooser
-from .options import Options
+from .options import Options, per_thread_tile
 from .schedule import ScheduleResult
 from .scop import Scop
 
@@ -68,6 +68,7 @@ class KernelPlan:
     threads: tuple[int, int, int] | None = None   # block dims when not those of members
     text: str = ""                                 # summary when not derived from members
     local: "object | None" = None        # memory.localcode.LocalPlan (--localise, seed 001)
+    per_thread: tuple[int, ...] = ()     # points per thread per member (--tile T:t), jammed
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -238,11 +239,47 @@ class _Mapper:
         """Tile sizes (outermost member first) and threads per member (outermost first)."""
         tiles = list(self.options.tile or DEFAULT_TILES[m])
         tiles = (tiles + list(DEFAULT_TILES[m]))[:m] if len(tiles) < m else tiles[:m]
+        per = self.per_thread
+        if per is not None:
+            # seed 000 §4.1, inner tiles per thread: T_j / t_j threads along member j,
+            # each owning t_j points (cyclically, point ≡ thread mod B_j)
+            if len(per) > m:
+                raise OptionsError(f"--tile: {len(per)} per-thread sizes, but a kernel maps "
+                                   f"only {m} loop(s) to threads (give at most {m})")
+            pts = list(per) + [1] * (m - len(per))
+            threads = [max(1, tiles[j] // pts[j]) for j in range(m)]
+            if math.prod(threads) > 1024:
+                raise OptionsError(f"--tile: a {m}-d block tile {tiles} with "
+                                   f"{pts} points per thread needs {math.prod(threads)} "
+                                   "threads per block, at most 1024")
+            return tuple(tiles), tuple(threads)
         blk_xyz = list(self.options.block or DEFAULT_BLOCKS[m])
         blk_xyz = (blk_xyz + [1, 1, 1])[:3]
         # axis of member j (outermost first): innermost member -> x
         threads = [min(blk_xyz[m - 1 - j], tiles[j]) for j in range(m)]
         return tuple(tiles), tuple(threads)
+
+    @property
+    def per_thread(self) -> tuple[int, ...] | None:
+        """Points per thread along the block-tile members (``--tile T:t``), or None."""
+        return per_thread_tile(self.options.tile_levels, self.options.block)
+
+    def jam_point_band(self, inner: isl.ScheduleNode, m: int, s: int) -> isl.ScheduleNode:
+        """Unroll-and-jam for per-thread tiles (seed 000 §4.1 register tiling, seed 004
+        §4.3 ``#pragma unroll``): the point band ``[p_1..p_m, q_1..q_s]`` (mapped
+        members, then the sub-tiled sequential ones) becomes ``[q_1..q_s, p_1..p_m]``,
+        so each thread's constant-trip point loops sit innermost around the statement
+        and a shared value loaded for one ``q`` is reused across the register tile.
+        Legal because the tiled band is permutable (any order of its members is)."""
+        mupa = inner.band_get_partial_schedule()
+        order = list(range(m, m + s)) + list(range(m))
+        upas = isl.UnionPwAffList.alloc(inner.get_ctx(), m + s)
+        for i in order:
+            upas = upas.add(mupa.get_at(i))
+        new = isl.MultiUnionPwAff.from_union_pw_aff_list(mupa.get_space(), upas)
+        node = inner.delete().insert_partial_schedule(new)
+        node = node.band_set_permutable(1)
+        return atomic(node)
 
     def parallel_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
         name = self.new_name()
@@ -323,6 +360,10 @@ class _Mapper:
         if m:
             self.constant_arrays(plan, domain, host_prefix, full, n, m,
                                  node.get_schedule_depth())
+        if self.per_thread is not None:
+            plan.per_thread = tuple(-(-mm.tile // mm.threads) for mm in members)
+            if s and inner.get_type() == isl.schedule_node_type.band:
+                inner = self.jam_point_band(inner, m, s)
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(_id_bounds(thread_ctx)))
