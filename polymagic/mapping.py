@@ -243,10 +243,8 @@ class _Mapper:
         if per is not None:
             # seed 000 §4.1, inner tiles per thread: T_j / t_j threads along member j,
             # each owning t_j points (cyclically, point ≡ thread mod B_j)
-            if len(per) > m:
-                raise OptionsError(f"--tile: {len(per)} per-thread sizes, but a kernel maps "
-                                   f"only {m} loop(s) to threads (give at most {m})")
-            pts = list(per) + [1] * (m - len(per))
+            # a kernel mapping fewer loops takes the leading sizes, as --tile's first level
+            pts = list(per[:m]) + [1] * (m - len(per[:m]))
             threads = [max(1, tiles[j] // pts[j]) for j in range(m)]
             if math.prod(threads) > 1024:
                 raise OptionsError(f"--tile: a {m}-d block tile {tiles} with "
@@ -649,7 +647,7 @@ def map_schedule(scop: Scop, sched: ScheduleResult, options: Options) -> Mapping
     for name, vals in (("--tile", options.tile or ()), ("--block", options.block or ())):
         if any(v <= 0 for v in vals):
             raise OptionsError(f"{name} sizes must be positive")
-    if options.mapping == "superposition" and getattr(sched, "use_superposition", False):
+    if _superposed(sched, options):
         return map_superposition(scop, sched.superposition, options)
     mapper = _Mapper(scop, options)
     root = sched.schedule.align_params(_mapped_param_space(scop)).get_root()
@@ -657,6 +655,13 @@ def map_schedule(scop: Scop, sched: ScheduleResult, options: Options) -> Mapping
     return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops,
                          mapper.namer.copies, mapper.local_copies,
                          constants=mapper.constants.decls())
+
+
+def _superposed(sched: ScheduleResult, options: Options) -> bool:
+    """Whether the seed 003 superposition maps this program.  Per-thread tiles
+    (``--tile T:t``) exist only in the single mapping, which they then select."""
+    return options.mapping == "superposition" and getattr(sched, "use_superposition", False) \
+        and per_thread_tile(options.tile_levels) is None
 
 
 def _mapped_param_space(scop: Scop) -> isl.Space:
@@ -696,9 +701,12 @@ def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
     summary = f"{host}{len(program.kernels)} kernel(s), {len(launches)} launch site(s): {blocks}"
     notes = [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
     notes = list(getattr(sched, "notes", [])) + notes
-    if options.mapping == "superposition" and getattr(sched, "use_superposition", False) \
-            and options.shared != "none":
+    if _superposed(sched, options) and options.shared != "none":
         notes.append("superposition: shared-memory buffers are not planned for its kernels yet")
+    if getattr(sched, "use_superposition", False) and not _superposed(sched, options) \
+            and options.mapping == "superposition":
+        notes.append("--tile with points per thread: single mapping used (the superposition "
+                     "has no per-thread tiles)")
     notes += [d for plan in mapping.plans.values() if plan.local for d in plan.local.decisions]
     if options.localise is not None and not any(p.local for p in mapping.plans.values()):
         notes.append(f"--localise {options.localise[0]}: no kernel runs a sequential loop "

@@ -143,6 +143,21 @@ def test_block_agreeing_with_the_per_thread_level_is_accepted():
     assert o.tile_levels == ((64, 64, 16), (4, 4)) and o.block == (16, 16)
 
 
-def test_more_per_thread_sizes_than_mapped_loops_is_an_error():
-    with pytest.raises(OptionsError, match="a kernel maps only 2 loop"):
-        compile_source(_src("gemm"), _opts({"N": 9}, ((64, 64, 16), (4, 4, 16))))
+def test_kernels_mapping_fewer_loops_take_the_leading_sizes():
+    """fdtd-2d has a 1-d kernel (ey[0][j]) beside 2-d ones: it takes the leading tile
+    and per-thread sizes, as the first --tile level does."""
+    c, _, _ = _compile_run("fdtd-2d", {"tmax": 2, "nx": 37, "ny": 29}, ((32, 32), (2, 4)))
+    blocks = {k.block for k in c.program.kernels.values()}
+    assert (8, 16, 1) in blocks and (16, 1, 1) in blocks
+
+
+def test_per_thread_tiles_select_the_single_mapping():
+    """Superposition (seed 003) has no per-thread tiles: jacobi-2d-alt, which it maps
+    by default, gets the single mapping, and still matches the CPU."""
+    sizes = {"tsteps": 3, "n": 37}
+    c0 = compile_source(_src("jacobi-2d-alt"), Options(sizes=sizes, target="emulator"))
+    assert any(n.startswith("superposition: better coalescing") for n in c0.notes)
+    c, r, _ = _compile_run("jacobi-2d-alt", sizes, ((32, 32), (2, 4)))
+    assert "--tile with points per thread: single mapping used (the superposition has no " \
+        "per-thread tiles)" in c.notes
+    assert "per thread: 2 points" in c.summary
