@@ -287,8 +287,10 @@ class _Mapper:
         host_prefix = node.get_prefix_schedule_union_map()
         rectangular = _is_rectangular(full) and _is_rectangular(
             node.get_prefix_schedule_multi_union_pw_aff())
-        # sub-tile the sequential members too when buffers may be used (seed 000 §4.1)
-        s = n - m if self.options.shared != "none" and n > m and node.band_get_permutable() else 0
+        # sub-tile the sequential members too when buffers may be used (seed 000 §4.1),
+        # or when each thread owns a per-thread tile (the point loops jam inside them)
+        sub = self.options.shared != "none" or self.per_thread is not None
+        s = n - m if sub and n > m and node.band_get_permutable() else 0
         seq = [_member_text(full, i) for i in range(m + s, n)]
         if n > m + s:
             node = node.band_split(m + s)

@@ -161,3 +161,49 @@ def test_per_thread_tiles_select_the_single_mapping():
     assert "--tile with points per thread: single mapping used (the superposition has no " \
         "per-thread tiles)" in c.notes
     assert "per thread: 2 points" in c.summary
+
+
+def test_per_thread_tiles_without_shared_memory():
+    """--shared none: the k loop is still sub-tiled so the 4x4 point loops jam inside
+    it; C stays in 16 registers across k (loaded and stored once per point), A and B
+    are read from global memory once per instance."""
+    n = 37
+    c, r, opts = _compile_run("gemm", {"N": n}, G44, shared="none")
+    (decl,) = c.program.kernels["kernel0"].registers
+    assert decl.shape == (16,) and decl.once_per_point
+    assert c.program.kernels["kernel0"].block == (16, 16, 1)
+    assert not c.program.kernels["kernel0"].shared
+    assert "jammed inside the sub-tile loops" in c.summary
+    pred = predict_for(c, opts)["kernel0"]
+    assert (pred.loads, pred.stores) == (r.counters["loads"], r.counters["stores"])
+    assert (r.counters["loads"], r.counters["stores"]) == (2 * n ** 3 + n * n, n * n)
+
+
+def test_json_shared_bytes_drop_for_gemm():
+    """The CLI's --json shared_bytes: 8 KB with C's duplicate 32x32 buffer (registers
+    off), 4 KB without it; 8 KB for the 64x64x16 tile with 4x4 points per thread."""
+    import json
+    import subprocess
+    import sys
+
+    def shared(*args):
+        out = subprocess.run([sys.executable, "-m", "polymagic", "run", str(EXAMPLES / "gemm.c"),
+                              "--size", "N=40", "--target", "emulator", "--json", *args],
+                             capture_output=True, text=True, timeout=300)
+        return json.loads(out.stdout)["shared_bytes"]
+    assert shared("--no-registers") == 32 * 32 * 4 + 2 * 32 * 16 * 4
+    assert shared() == 2 * 32 * 16 * 4
+    assert shared("--tile", "64,64,16:4,4") == 2 * 64 * 16 * 4
+
+
+@pytest.mark.parametrize("name, sizes, levels", [
+    ("gemm-polybench", {"ni": 37, "nj": 29, "nk": 23}, G44),
+    ("2mm", {"ni": 11, "nj": 9, "nk": 13, "nl": 10}, G24),
+    ("syrk", {"n": 37, "m": 23}, G44),
+    ("jacobi-2d", {"n": 13, "tsteps": 2}, ((32, 32), (2, 4)))])
+def test_per_thread_tiles_without_shared_memory_match_cpu(name, sizes, levels):
+    c, r, opts = _compile_run(name, sizes, levels, shared="none", emu_order="reverse")
+    pred = predict_for(c, opts)
+    emu = r.counters["per_kernel"]
+    for k, p in pred.items():
+        assert (p.loads, p.stores) == (emu[k]["loads"], emu[k]["stores"]), k
