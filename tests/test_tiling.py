@@ -207,3 +207,16 @@ def test_per_thread_tiles_without_shared_memory_match_cpu(name, sizes, levels):
     emu = r.counters["per_kernel"]
     for k, p in pred.items():
         assert (p.loads, p.stores) == (emu[k]["loads"], emu[k]["stores"]), k
+
+
+def _example_sizes() -> dict:
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from test_registers import SIZES
+    return SIZES
+
+
+@pytest.mark.parametrize("shared", ["auto", "all"])
+@pytest.mark.parametrize("name", sorted(_example_sizes()))
+def test_every_example_with_per_thread_tiles_matches_cpu(name, shared):
+    _compile_run(name, _example_sizes()[name], G24, shared=shared, emu_order="reverse")
