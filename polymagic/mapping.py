@@ -22,6 +22,7 @@ nodes delimit kernels; the AST is then lowered to :mod:`polymagic.kir`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -29,10 +30,10 @@ import islpy as isl
 from . import kir
 from .errors import OptionsError
 from .isl_util import has_parallelism, leading_coincident, param_id
-from .memory.plan import (BufferPlan, CopyNamer, KernelMemory, atomic, graft_copies,
-                          plan_kernel_memory)
+from .memory.plan import (BufferPlan, CopyNamer, KernelMemory, atomic, drop_register_buffers,
+                          graft_copies, plan_kernel_memory)
 from .memory.constant import ConstantChooser
-from .options import Options
+from .options import Options, per_thread_tile
 from .schedule import ScheduleResult
 from .scop import Scop
 
@@ -67,6 +68,7 @@ class KernelPlan:
     threads: tuple[int, int, int] | None = None   # block dims when not those of members
     text: str = ""                                 # summary when not derived from members
     local: "object | None" = None        # memory.localcode.LocalPlan (--localise, seed 001)
+    per_thread: tuple[int, ...] = ()     # points per thread per member (--tile T:t), jammed
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -237,11 +239,45 @@ class _Mapper:
         """Tile sizes (outermost member first) and threads per member (outermost first)."""
         tiles = list(self.options.tile or DEFAULT_TILES[m])
         tiles = (tiles + list(DEFAULT_TILES[m]))[:m] if len(tiles) < m else tiles[:m]
+        per = self.per_thread
+        if per is not None:
+            # seed 000 §4.1, inner tiles per thread: T_j / t_j threads along member j,
+            # each owning t_j points (cyclically, point ≡ thread mod B_j)
+            # a kernel mapping fewer loops takes the leading sizes, as --tile's first level
+            pts = list(per[:m]) + [1] * (m - len(per[:m]))
+            threads = [max(1, tiles[j] // pts[j]) for j in range(m)]
+            if math.prod(threads) > 1024:
+                raise OptionsError(f"--tile: a {m}-d block tile {tiles} with "
+                                   f"{pts} points per thread needs {math.prod(threads)} "
+                                   "threads per block, at most 1024")
+            return tuple(tiles), tuple(threads)
         blk_xyz = list(self.options.block or DEFAULT_BLOCKS[m])
         blk_xyz = (blk_xyz + [1, 1, 1])[:3]
         # axis of member j (outermost first): innermost member -> x
         threads = [min(blk_xyz[m - 1 - j], tiles[j]) for j in range(m)]
         return tuple(tiles), tuple(threads)
+
+    @property
+    def per_thread(self) -> tuple[int, ...] | None:
+        """Points per thread along the block-tile members (``--tile T:t``), or None."""
+        return per_thread_tile(self.options.tile_levels, self.options.block)
+
+    def jam_point_band(self, inner: isl.ScheduleNode, m: int, s: int) -> isl.ScheduleNode:
+        """Unroll-and-jam for per-thread tiles (seed 000 §4.1 register tiling, seed 004
+        §4.3 ``#pragma unroll``): the point band ``[p_1..p_m, q_1..q_s]`` (mapped
+        members, then the sub-tiled sequential ones) becomes ``[q_1..q_s, p_1..p_m]``,
+        so each thread's constant-trip point loops sit innermost around the statement
+        and a shared value loaded for one ``q`` is reused across the register tile.
+        Legal because the tiled band is permutable (any order of its members is)."""
+        mupa = inner.band_get_partial_schedule()
+        order = list(range(m, m + s)) + list(range(m))
+        upas = isl.UnionPwAffList.alloc(inner.get_ctx(), m + s)
+        for i in order:
+            upas = upas.add(mupa.get_at(i))
+        new = isl.MultiUnionPwAff.from_union_pw_aff_list(mupa.get_space(), upas)
+        node = inner.delete().insert_partial_schedule(new)
+        node = node.band_set_permutable(1)
+        return atomic(node)
 
     def parallel_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
         name = self.new_name()
@@ -251,8 +287,10 @@ class _Mapper:
         host_prefix = node.get_prefix_schedule_union_map()
         rectangular = _is_rectangular(full) and _is_rectangular(
             node.get_prefix_schedule_multi_union_pw_aff())
-        # sub-tile the sequential members too when buffers may be used (seed 000 §4.1)
-        s = n - m if self.options.shared != "none" and n > m and node.band_get_permutable() else 0
+        # sub-tile the sequential members too when buffers may be used (seed 000 §4.1),
+        # or when each thread owns a per-thread tile (the point loops jam inside them)
+        sub = self.options.shared != "none" or self.per_thread is not None
+        s = n - m if sub and n > m and node.band_get_permutable() else 0
         seq = [_member_text(full, i) for i in range(m + s, n)]
         if n > m + s:
             node = node.band_split(m + s)
@@ -319,9 +357,15 @@ class _Mapper:
             for r in regs:
                 r.line += len(plan.memory.decisions)
             plan.memory.registers, plan.memory.decisions = regs, plan.memory.decisions + lines
+            drop_register_buffers(plan.memory, name[3:], self.options,
+                                  math.prod(-(-mm.tile // mm.threads) for mm in members))
         if m:
             self.constant_arrays(plan, domain, host_prefix, full, n, m,
                                  node.get_schedule_depth())
+        if self.per_thread is not None:
+            plan.per_thread = tuple(-(-mm.tile // mm.threads) for mm in members)
+            if s and inner.get_type() == isl.schedule_node_type.band:
+                inner = self.jam_point_band(inner, m, s)
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(_id_bounds(thread_ctx)))
@@ -607,7 +651,7 @@ def map_schedule(scop: Scop, sched: ScheduleResult, options: Options) -> Mapping
     for name, vals in (("--tile", options.tile or ()), ("--block", options.block or ())):
         if any(v <= 0 for v in vals):
             raise OptionsError(f"{name} sizes must be positive")
-    if options.mapping == "superposition" and getattr(sched, "use_superposition", False):
+    if _superposed(sched, options):
         return map_superposition(scop, sched.superposition, options)
     mapper = _Mapper(scop, options)
     root = sched.schedule.align_params(_mapped_param_space(scop)).get_root()
@@ -615,6 +659,13 @@ def map_schedule(scop: Scop, sched: ScheduleResult, options: Options) -> Mapping
     return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops,
                          mapper.namer.copies, mapper.local_copies,
                          constants=mapper.constants.decls())
+
+
+def _superposed(sched: ScheduleResult, options: Options) -> bool:
+    """Whether the seed 003 superposition maps this program.  Per-thread tiles
+    (``--tile T:t``) exist only in the single mapping, which they then select."""
+    return options.mapping == "superposition" and getattr(sched, "use_superposition", False) \
+        and per_thread_tile(options.tile_levels) is None
 
 
 def _mapped_param_space(scop: Scop) -> isl.Space:
@@ -654,9 +705,12 @@ def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
     summary = f"{host}{len(program.kernels)} kernel(s), {len(launches)} launch site(s): {blocks}"
     notes = [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
     notes = list(getattr(sched, "notes", [])) + notes
-    if options.mapping == "superposition" and getattr(sched, "use_superposition", False) \
-            and options.shared != "none":
+    if _superposed(sched, options) and options.shared != "none":
         notes.append("superposition: shared-memory buffers are not planned for its kernels yet")
+    if getattr(sched, "use_superposition", False) and not _superposed(sched, options) \
+            and options.mapping == "superposition":
+        notes.append("--tile with points per thread: single mapping used (the superposition "
+                     "has no per-thread tiles)")
     notes += [d for plan in mapping.plans.values() if plan.local for d in plan.local.decisions]
     if options.localise is not None and not any(p.local for p in mapping.plans.values()):
         notes.append(f"--localise {options.localise[0]}: no kernel runs a sequential loop "

@@ -35,8 +35,11 @@ class Options:
     shared: str = "auto"                          # auto (reuse-based) | all | none
     shared_mem: int = 48 * 1024                   # M_up: shared-memory bytes per block
     registers: bool = True
+    # the tile search's model (seed 000 §4.3) is fitted on plans whose buffer set does
+    # not depend on the tile sizes: it keeps register arrays' shared buffers too
+    keep_register_buffers: bool = False
     delta: float = 0.3                            # constant-reuse threshold of seed 000 Alg. 1
-    tile_levels: tuple[tuple[int, ...], ...] = () # --tile 64,64:16,16 -> block tile, sub-tile, ...
+    tile_levels: tuple[tuple[int, ...], ...] = () # --tile 64,64,16:4,4 -> block tile, per thread
     tile_auto: bool = False                       # --tile auto: seed 000 §4.3 search
     # localisation along a sequential loop (seed 001)
     localise: tuple[str, int] | None = None       # --localise LOOP[:w]; None: off
@@ -57,7 +60,7 @@ class Options:
         """What the generated code depends on (for compile caches)."""
         return (self.tile, self.block, self.mapping, self.shared, self.shared_mem, self.registers,
                 self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
-                self.localise, self.reorg, self.layout,
+                self.localise, self.reorg, self.layout, self.keep_register_buffers,
                 tuple(sorted(self.sizes.items())) if self.tile_auto or self.localise else None)
 
     def with_(self, **kw) -> "Options":
@@ -131,7 +134,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs and emulator orders")
     p.add_argument("--target", default="auto", choices=TARGETS)
     p.add_argument("--tile", metavar="32,32",
-                   help="block-tile sizes, outermost first, or 'auto' (seed 000 §4.3 search)")
+                   help="block-tile sizes, outermost first (sub-tile sizes of the sequential "
+                        "members after them), optionally ':' points per thread "
+                        "(64,64,16:4,4), or 'auto' (seed 000 §4.3 search)")
     p.add_argument("--block", metavar="32,8", help="threads per block, x,y,z")
     p.add_argument("--mapping", default="superposition", choices=MAPPINGS,
                    help="blocks and threads from two superposed schedules (seed 003) or "
@@ -196,6 +201,7 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
     tile_auto = (ns.tile or "").strip().lower() == "auto"
     levels = tuple(_ints(lv, "--tile") for lv in ns.tile.split(":")) \
         if ns.tile and not tile_auto else ()
+    per_thread_tile(levels, block)
     if not 0 <= ns.delta <= 1:
         raise OptionsError(f"--delta must lie in [0, 1], got {ns.delta}")
     if ns.autotune_candidates < 1:
@@ -216,6 +222,41 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
                    autotune_budget=ns.autotune_budget,
                    block=block, mapping=ns.mapping, check=ns.check, show=tuple(show), json=ns.json,
                    emu_order=ns.emu_order, quiet=ns.quiet)
+
+
+def per_thread_tile(levels: tuple[tuple[int, ...], ...],
+                    block: tuple[int, ...] | None = None) -> tuple[int, ...] | None:
+    """The second ``--tile`` level: points per thread along the block-tile members
+    (seed 000 §4.1, inner tiles per thread), or None.  ``--tile 64,64,16:4,4``: a
+    64x64 block tile (k sub-tile 16), each thread a 4x4 tile of points, hence 16x16
+    threads.  Raises :class:`OptionsError` (one line) when a level is malformed."""
+    if len(levels) > 2:
+        raise OptionsError(f"--tile takes at most two levels (block tile:points per thread), "
+                           f"got {len(levels)}")
+    if len(levels) < 2:
+        return None
+    first, per = levels
+    text = f"--tile {','.join(map(str, first))}:{','.join(map(str, per))}"
+    if len(per) > min(len(first), 3):
+        raise OptionsError(f"{text}: the per-thread level has {len(per)} sizes, at most "
+                           f"{min(len(first), 3)} (one per block-tile member)")
+    for t, p in zip(first, per):
+        if p <= 0 or t % p:
+            raise OptionsError(f"{text}: per-thread size {p} does not divide tile size {t}")
+    threads = [t // p for t, p in zip(first, per)]
+    n = 1
+    for t in threads:
+        n *= t
+    if n > 1024:
+        raise OptionsError(f"{text}: {' x '.join(map(str, threads))} = {n} threads per block, "
+                           "at most 1024")
+    if block is not None:
+        want = tuple(reversed(threads))
+        pad = lambda v: tuple(v) + (1,) * (3 - len(v))     # noqa: E731
+        if pad(block) != pad(want):
+            raise OptionsError(f"{text} gives {','.join(map(str, want))} threads per block "
+                               f"(x,y,z), but --block is {','.join(map(str, block))}")
+    return tuple(per)
 
 
 def _localise(text: str | None) -> tuple[str, int] | None:

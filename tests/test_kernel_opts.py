@@ -59,7 +59,9 @@ def test_constant_trip_inner_loop_is_unrolled():
 # ---- dynamic shared memory ---------------------------------------------------------------
 
 def test_buffers_over_48kb_use_dynamic_shared_memory():
-    c, r = _run(GEMM, sizes={"N": 70}, tile=(128, 64, 32), shared_mem=100 * 1024)
+    # registers off: C keeps its 32 KB shared buffer (with registers it has none)
+    c, r = _run(GEMM, sizes={"N": 70}, tile=(128, 64, 32), shared_mem=100 * 1024,
+                registers=False)
     k = c.program.kernels["kernel0"]
     assert k.dynamic_shared == 128 * 64 * 4 + 32 * 64 * 4 + 128 * 32 * 4 == 57344
     assert "extern __shared__ __align__(16) unsigned char pm_dyn_shared[];" in c.cuda
@@ -104,7 +106,7 @@ def test_gpu_runtime_opts_in_to_dynamic_shared_memory(monkeypatch):
     monkeypatch.setattr(gpu, "_RAW_MODULES", {})
     monkeypatch.setattr(rt, "_MODULES", {})
     c = compile_source(GEMM, Options(sizes={"N": 40}, tile=(128, 64, 32),
-                                     shared_mem=100 * 1024))
+                                     shared_mem=100 * 1024, registers=False))
     m = gpu.GpuModule(c)
     a = np.ones((40, 40), np.float32)
     m.run({"A": a, "B": a.copy(), "C": a.copy()}, {"N": 40}, {"alpha": 1.0})

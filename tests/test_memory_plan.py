@@ -37,19 +37,27 @@ def _copy_volume(rel: isl.Map, sizes: dict) -> int:
 
 @pytest.mark.parametrize("n", [64, 45])
 def test_gemm_global_loads_equal_the_copy_sets(n):
+    """Registers off: C, A and B are buffered, C hoisted out of the k sub-tile loop;
+    every global access is a copy.  Registers on: C lives in registers only (no
+    duplicate shared buffer), read once and written once per point (seed 004 §4.2)."""
     from polymagic.mapping import map_schedule
     sizes = {"N": n}
-    opts = Options(sizes=sizes, target="emulator")
-    c, r = _compile_run("gemm", sizes)
-    mapping = map_schedule(c.scop, c.schedule, opts)
-    bufs = [b for p in mapping.plans.values() if p.memory for b in p.memory.buffers]
-    assert sorted(b.array for b in bufs) == ["A", "B", "C"]
-    c_buf = next(b for b in bufs if b.array == "C")
-    assert c_buf.level == "block"            # hoisted out of the k sub-tile loop (000 §4.2)
-    loads = sum(_copy_volume(b.copy_in, sizes) for b in bufs if b.copy_in is not None)
-    stores = sum(_copy_volume(b.copy_out, sizes) for b in bufs if b.copy_out is not None)
-    assert r.counters["loads"] == loads
-    assert r.counters["stores"] == stores == n * n
+    for registers in (False, True):
+        opts = Options(sizes=sizes, target="emulator", registers=registers)
+        c, r = _compile_run("gemm", sizes, registers=registers)
+        mapping = map_schedule(c.scop, c.schedule, opts)
+        bufs = [b for p in mapping.plans.values() if p.memory for b in p.memory.buffers]
+        loads = sum(_copy_volume(b.copy_in, sizes) for b in bufs if b.copy_in is not None)
+        stores = sum(_copy_volume(b.copy_out, sizes) for b in bufs if b.copy_out is not None)
+        if registers:
+            assert sorted(b.array for b in bufs) == ["A", "B"]
+            loads, stores = loads + n * n, stores + n * n       # C's registers, per point
+        else:
+            assert sorted(b.array for b in bufs) == ["A", "B", "C"]
+            c_buf = next(b for b in bufs if b.array == "C")
+            assert c_buf.level == "block"      # hoisted out of the k sub-tile loop (000 §4.2)
+        assert r.counters["loads"] == loads
+        assert r.counters["stores"] == stores == n * n
     _, r0 = _compile_run("gemm", sizes, shared="none", registers=False)
     assert r0.counters["loads"] == 3 * n ** 3          # C, A, B per iteration
     assert r0.counters["loads"] / r.counters["loads"] == pytest.approx(3 * n ** 3 / loads)

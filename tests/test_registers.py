@@ -90,7 +90,24 @@ def test_cyclic_threads_get_one_register_per_point():
     (decl,) = c.program.kernels["kernel0"].registers
     assert decl.shape == (4,)
     assert "#pragma unroll" in c.cuda and f"{decl.name}[pm_c3_u] +=" in c.cuda
-    assert any("register pm_r0_sh0_C[4] per thread" in n for n in c.notes)
+    assert any("register pm_r0_C[4] per thread" in n for n in c.notes)
+
+
+def test_register_array_gets_no_duplicate_shared_buffer():
+    """C lives in registers across the k sub-tile loop: no sh0_C buffer (4 KB saved),
+    the registers load from and store to global memory directly, once per point."""
+    c, _ = _compile("gemm")
+    (plan,) = _plan(c).values()
+    assert {b.array for b in plan.memory.buffers} == {"A", "B"}
+    assert plan.memory.shared_bytes == 2 * 32 * 16 * 4
+    assert "sh0_C" not in c.cuda
+    assert "kernel0: C: not buffered (kept in registers across the sequential loops: " \
+        "loaded from and stored to global memory once per thread point)" in c.notes
+    (decl,) = c.program.kernels["kernel0"].registers
+    assert decl.array == "C" and decl.once_per_point
+    # --shared all keeps every buffer (the scratchpad-only machines of seed 000 §3)
+    c_all, _ = _compile("gemm", shared="all")
+    assert "sh0_C[32][32]" in c_all.cuda
 
 
 def test_no_registers_option():
@@ -110,8 +127,9 @@ def test_gemm_global_loads_fall_with_registers(shared):
         assert off.counters["loads"] == 3 * n ** 3
         assert on.counters["loads"] == 2 * n ** 3 + n ** 2
         assert (off.counters["stores"], on.counters["stores"]) == (n ** 3, n ** 2)
-    else:  # C is already in a shared buffer: registers save shared, not global traffic
+    else:  # C's buffer (registers off) and C's registers (on) both read it once per point
         assert on.counters["loads"] == off.counters["loads"]
+        assert on.counters["stores"] == off.counters["stores"] == n ** 2
 
 
 @pytest.mark.parametrize("name", sorted(SIZES))

@@ -269,6 +269,43 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
     return mem
 
 
+def drop_register_buffers(mem: KernelMemory, kernel: str, options: Options,
+                          points_per_thread: int = 1) -> list[str]:
+    """No duplicate storage (seed 004 §4.2 with seed 000 §4.1): an array planned into
+    per-thread registers has subscripts that vary only with the thread loops, so its
+    data space does not depend on the sequential (sub-tile) loops and its buffers sit
+    at the block level.  The register already holds each element across those loops:
+    a shared copy would only be read once into the register and written back once, so
+    the buffers are dropped and the register loads from and stores to global memory
+    directly (once per thread point, which :mod:`.counts` predicts).  Only arrays
+    whose references lie in one statement: references of several statements (2mm's
+    ``D[i][j] *= beta`` before the k loop and ``D[i][j] += ...`` inside it) may keep
+    the register inside the sequential loop, where the buffer still saves global
+    traffic.  ``--shared all`` keeps every buffer, and so does a thread owning more
+    points of the block tile than it may hold registers (``points_per_thread`` >
+    ``MAX_REGISTERS``: the promotion would be skipped), and so do the tile search's
+    plans (``keep_register_buffers``: its fitted model needs one buffer set at every
+    tile size).  Returns the arrays whose buffers were dropped."""
+    from .registers import MAX_REGISTERS
+    if options.shared == "all" or options.keep_register_buffers or not mem.registers or \
+            points_per_thread > MAX_REGISTERS:
+        return []
+    regs = {r.array for r in mem.registers if len(r.statements) == 1}
+    dropped = sorted({b.array for b in mem.buffers if b.array in regs and b.level == "block"}
+                     - {b.array for b in mem.buffers if b.array in regs and b.level != "block"})
+    if not dropped:
+        return []
+    mem.buffers = [b for b in mem.buffers if b.array not in dropped]
+    heads = {f"{kernel}: {a}: ": a for a in dropped}
+    for i, d in enumerate(mem.decisions):
+        head = next((h for h in heads if d.startswith(h) and "register" not in d), None)
+        if head is not None and i not in {r.line for r in mem.registers}:
+            mem.decisions[i] = head + ("not buffered (kept in registers across the "
+                                       "sequential loops: loaded from and stored to global "
+                                       "memory once per thread point)")
+    return dropped
+
+
 # ---- copy code in the schedule tree ---------------------------------------------
 
 def _params(scop: Scop) -> str:

@@ -55,7 +55,7 @@ def draw_block(rng: random.Random):
 
 
 def draw_tile_levels(rng: random.Random):
-    """Planned multi-level tiling: a block tile and a sub-tile."""
+    """Multi-level tiling: a block tile and the points per thread (divides it)."""
     if rng.random() < 0.7:
         return None
     outer = tuple(rng.choice((8, 16, 32)) for _ in range(2))
@@ -82,13 +82,28 @@ OPTION_SPACE: tuple[Dimension, ...] = (
     # the same program through the Python front end (runner.program_source renders it)
     Dimension("python", lambda r: True if r.random() < 0.2 else None,
               lambda v: ["--python"], code=True),
-    # parsed today, no effect yet (planned stages): switch on when they land
-    # (tile_levels then replaces the tile row: both are --tile)
+    # block tile and points per thread (seed 000 §4.1); it replaces the tile and block
+    # rows (both are --tile; a --block must agree with it, see draw)
     Dimension("tile_levels", draw_tile_levels,
-              lambda v: ["--tile", ":".join(_sizes_list(t) for t in v)], code=True, active=False),
+              lambda v: ["--tile", ":".join(_sizes_list(t) for t in v)], code=True),
+    # parsed today, no effect yet (planned stages): switch on when they land
     Dimension("registers", lambda r: r.choice((None, False)),
               lambda v: ["--no-registers"], code=True, active=False),
 )
+
+
+def _without(args: list[str], flags: tuple[str, ...]) -> list[str]:
+    """``args`` without the given flags and their values."""
+    out: list[str] = []
+    skip = False
+    for a in args:
+        if skip:
+            skip = False
+        elif a in flags:
+            skip = True
+        else:
+            out.append(a)
+    return out
 
 
 def draw(rng: random.Random, code: bool) -> list[str]:
@@ -99,6 +114,8 @@ def draw(rng: random.Random, code: bool) -> list[str]:
         if dim.active and dim.code == code:
             value = dim.draw(rng)
             if value is not None:
+                if dim.name == "tile_levels":      # the threads follow from the levels
+                    out = _without(out, ("--tile", "--block"))
                 out += dim.args(value)
     return out
 
