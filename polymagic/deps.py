@@ -6,10 +6,18 @@ a read (or write) is a source.  Anti dependences (write-after-read) are
 memory-based (every earlier read of the element), a safe over-approximation.
 Input dependences (read-after-read) do not constrain the schedule; later stages
 use them to find reuse (seed 000 §3.1, seed 001 §4.3).
+
+Memory-based relations (anti, input) are built directly from the access relations
+and the lexicographic order of the schedule: without kills, that is exactly what
+``compute_flow`` returns for may-sources, and it takes milliseconds where isl's
+dataflow engine can spend minutes on a modulo guard (fuzz finding 11).  The
+value-based ones (flow, output) run ``compute_flow`` under an operation budget;
+when it is spent they fall back to the memory-based over-approximation (which only
+costs parallelism) and say so in a note.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import islpy as isl
 
@@ -23,6 +31,8 @@ class Dependences:
     anti: isl.UnionMap
     output: isl.UnionMap
     input: isl.UnionMap
+    #: what the analysis had to approximate, for the report
+    notes: list[str] = field(default_factory=list)
 
     @property
     def validity(self) -> isl.UnionMap:
@@ -55,18 +65,26 @@ def _flow(sink: isl.UnionMap, must: isl.UnionMap | None, may: isl.UnionMap | Non
     return coalesce(info.compute_flow().get_may_dependence())
 
 
+def _memory_based(sink: isl.UnionMap, source: isl.UnionMap, before: isl.UnionMap
+                  ) -> isl.UnionMap:
+    """Every earlier ``source`` instance touching the element a ``sink`` instance
+    touches: source instance → sink instance."""
+    return coalesce(source.apply_range(sink.reverse()).intersect(before))
+
+
 #: isl operations the dependence analysis may take (a pathological nest gets an error,
 #: not a hang)
 MAX_OPERATIONS = 50_000_000
+#: isl operations one value-based query may take before the memory-based relation
+#: replaces it
+VALUE_BASED_OPERATIONS = 5_000_000
 
 
 def compute_dependences(scop: Scop) -> Dependences:
     """Flow, anti, output and input dependences of the Scop in its original order."""
     from .errors import PolymagicError
-    from .isl_util import OperationBudget
     try:
-        with OperationBudget(scop.context.get_ctx(), MAX_OPERATIONS):
-            return _compute(scop)
+        return _compute(scop)
     except isl.Error as e:
         raise PolymagicError(
             "the dependence analysis gave up on this function (more than "
@@ -75,10 +93,27 @@ def compute_dependences(scop: Scop) -> Dependences:
 
 
 def _compute(scop: Scop) -> Dependences:
+    from .isl_util import OperationBudget
+    ctx = scop.context.get_ctx()
     sched = scop.schedule.intersect_domain(scop.domain)
     reads, writes = scop.reads, scop.writes
-    flow = _flow(reads, writes, None, sched)
-    output = _flow(writes, writes, None, sched)
-    anti = _flow(writes, None, reads, sched)
-    inp = _flow(reads, None, reads, sched)
-    return Dependences(flow=flow, anti=anti, output=output, input=inp)
+    with OperationBudget(ctx, MAX_OPERATIONS):
+        before = sched.lex_lt_union_map(sched)
+        anti = _memory_based(writes, reads, before)
+        inp = _memory_based(reads, reads, before)
+    notes: list[str] = []
+
+    def value_based(kind: str, sink: isl.UnionMap) -> isl.UnionMap:
+        try:
+            with OperationBudget(ctx, VALUE_BASED_OPERATIONS):
+                return _flow(sink, writes, None, sched)
+        except isl.Error:
+            notes.append(f"{kind} dependences: isl's dataflow analysis took more than "
+                         f"{VALUE_BASED_OPERATIONS:,} operations; every earlier write of "
+                         "an element counts as a source instead (safe, may cost "
+                         "parallelism)")
+        with OperationBudget(ctx, MAX_OPERATIONS):
+            return _memory_based(sink, writes, before)
+
+    return Dependences(flow=value_based("flow", reads), output=value_based("output", writes),
+                       anti=anti, input=inp, notes=notes)

@@ -71,6 +71,7 @@ def compile_source(source: str, options: Options | None = None, language: str = 
         sched = compute_schedule(scop, deps, options)
     with _stage("mapping"):
         program, summary, notes = map_to_kir(scop, sched, options)
+    notes = list(deps.notes) + list(notes)
     with _stage("code generation"):
         cuda = print_cuda(program)
         host_py = print_host_python(program)

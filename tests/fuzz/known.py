@@ -34,9 +34,6 @@ class Known:
 
 
 KNOWN: tuple[Known, ...] = (
-    Known("dependence-analysis-gives-up", ("error:PolymagicError", "timeout"),
-          r"dependence analysis gave up|deps\.py\", line \d+ in _flow",
-          where="docs/fuzz-findings.md#11 (deps.py: minutes, then an error)"),
     Known("slow-compile", ("timeout",),
           r"schedule/__init__\.py\", line \d+ in compute_schedule|"
           r"isl_util\.py\", line \d+ in pw_aff_to_expr",
