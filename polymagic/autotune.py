@@ -376,17 +376,17 @@ def _run_sizes(scop, options: Options, ns: Mapping) -> tuple[dict, dict]:
     them: from ``--size`` without allocating anything when it names every size,
     else through the runtime's input gathering (sizes read off the arrays)."""
     from .errors import InputError
-    from .runtime.run import _check_context, _check_value_names, gather_inputs
+    from .runtime.run import check_context, check_value_names, gather_inputs
     if all(n in options.sizes for n in scop.size_params) and not options.inputs:
         from .expr import evaluate
         from .runtime.limits import check_memory
-        _check_value_names(scop, options.sizes)
+        check_value_names(scop, options.sizes)
         sizes = {n: options.sizes[n] for n in scop.size_params}
         bad = [n for n, v in sizes.items() if isinstance(v, bool) or not isinstance(v, int)]
         if bad:
             raise InputError(f"size parameter {bad[0]} must be an integer, got "
                              f"{sizes[bad[0]]!r}")
-        _check_context(scop, sizes)
+        check_context(scop, sizes)
         env = {**scop.constants, **sizes}
         shapes = {p.name: tuple(max(int(evaluate(e, env)), 0)
                                 for e in scop.arrays[p.name].shape)

@@ -112,7 +112,7 @@ def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
     scalar values used only when neither ``options.sizes`` nor the arrays give one
     (the callable falls back on the cell's ``--size`` this way)."""
     namespace = namespace if namespace is not None else {}
-    _check_value_names(scop, options.sizes)
+    check_value_names(scop, options.sizes)
     notes: list[str] = []
     given, origin = _given_arrays(scop, options, namespace, notes, where)
     _check_overlap(given)
@@ -140,7 +140,7 @@ def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
     return Inputs(args, user, origin, notes)
 
 
-def _check_value_names(scop: Scop, values: Mapping) -> None:
+def check_value_names(scop: Scop, values: Mapping) -> None:
     """``--size`` may only name size parameters and scalars."""
     ok = {p.name for p in scop.params if p.kind in ("size", "scalar")}
     bad = [k for k in values if k not in ok]
@@ -240,7 +240,7 @@ def _sizes(scop: Scop, values: Mapping, given: Mapping[str, np.ndarray],
         raise InputError(f"no value for size parameter{'s' if len(missing) > 1 else ''} "
                          f"{', '.join(missing)}: pass --size {hint} (or arrays from which "
                          f"{'they' if len(missing) > 1 else 'it'} can be read)")
-    _check_context(scop, sizes)
+    check_context(scop, sizes)
     return {n: sizes[n] for n in scop.size_params}
 
 
@@ -271,7 +271,7 @@ def _infer_sizes(scop: Scop, given: Mapping[str, np.ndarray], known: set[str]
     return {n: v for n, (v, _) in seen.items()}
 
 
-def _check_context(scop: Scop, sizes: Mapping[str, int]) -> None:
+def check_context(scop: Scop, sizes: Mapping[str, int]) -> None:
     """The sizes must satisfy the function's assumptions (scop.context, e.g. N >= 1)."""
     ctx = scop.context
     try:
