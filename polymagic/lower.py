@@ -522,13 +522,16 @@ def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
     for i in range(depth):
         ids = ids.add(isl.Id(f"pm_c{i}"))
     build = build.set_iterators(ids)
-    low = _Lowerer(scop, mapping)
-    build, _keep = build.set_at_each_domain(low.at_each_domain), None
-    if isinstance(build, tuple):      # islpy returns (build, callback handle)
-        build, _keep = build
-    ast = build.node_from_schedule(mapping.schedule)
-    if low.errors:
-        raise low.errors[0]
+    low, ast = _generate(build, scop, mapping.schedule, mapping)
+    if _host_bounds_mention_ids(ast):
+        # isl bounded a host loop with the kernel's filters, in which block/thread ids
+        # are parameters (fuzz finding 19): the host cannot evaluate them.  Grouping
+        # each kernel's instances by their host loop values (an isl expansion node
+        # under the kernel mark) hides those filters from the host loops.
+        low, ast = _generate(build, scop, _group_kernels(mapping.schedule), mapping)
+        if _host_bounds_mention_ids(ast):
+            raise PolymagicError("internal: a host loop bound depends on block/thread ids; "
+                                 "please report this function")
     host = low.block(ast, False)
     arrays = {n: kir.ArrayDecl(n, a.ctype, a.shape, kind=a.kind) for n, a in scop.arrays.items()}
     scalars = {p.name: p.ctype for p in scop.scalar_params}
@@ -536,3 +539,51 @@ def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
                        constants=dict(mapping.constants))
 
 
+
+
+def _generate(build: isl.AstBuild, scop: Scop, schedule: isl.Schedule,
+              mapping: MappingResult) -> tuple["_Lowerer", isl.AstNode]:
+    """isl's AST of ``schedule`` (the mapped one), with a fresh lowerer collecting the
+    statement instances (its ``at_each_domain`` callback)."""
+    low = _Lowerer(scop, mapping)
+    build, _keep = build.set_at_each_domain(low.at_each_domain), None
+    if isinstance(build, tuple):      # islpy returns (build, callback handle)
+        build, _keep = build
+    ast = build.node_from_schedule(schedule)
+    if low.errors:
+        raise low.errors[0]
+    return low, ast
+
+
+def _group_kernels(schedule: isl.Schedule) -> isl.Schedule:
+    """Each kernel mark's subtree grouped (``isl_schedule_node_group``): the tree
+    above sees one instance per launch, named after the kernel."""
+    def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
+        if node.get_type() == isl.schedule_node_type.mark and \
+                node.mark_get_id().get_name().startswith(MARK_PREFIX):
+            name = node.mark_get_id().get_name()
+            return node.child(0).group(isl.Id(f"pm_group_{name}")).parent()
+        for i in range(node.n_children()):
+            node = visit(node.child(i)).parent()
+        return node
+    return visit(schedule.get_root()).get_schedule()
+
+
+def _host_bounds_mention_ids(node: isl.AstNode) -> bool:
+    """Whether a loop outside every kernel mark has a bound on block/thread ids."""
+    t = node.get_type()
+    if t == isl.ast_node_type.block:
+        children = node.block_get_children()
+        return any(_host_bounds_mention_ids(children.get_at(i))
+                   for i in range(children.n_ast_node()))
+    if t == isl.ast_node_type.mark:
+        return (not node.mark_get_id().get_name().startswith(MARK_PREFIX)
+                and _host_bounds_mention_ids(node.mark_get_node()))
+    if t == isl.ast_node_type.for_:
+        exprs = [node.for_get_init(), node.for_get_cond()]
+        return any(_mentions_mapped_ids(ast_expr_to_expr(e)) for e in exprs) or \
+            _host_bounds_mention_ids(node.for_get_body())
+    if t == isl.ast_node_type.if_:
+        return _host_bounds_mention_ids(node.if_get_then_node()) or (
+            node.if_has_else_node() and _host_bounds_mention_ids(node.if_get_else_node()))
+    return False

@@ -125,7 +125,8 @@ class Session:
 def session_references(program: kir.Program, scop, ints: Mapping[str, int],
                        shapes: Mapping[str, tuple[int, ...]]) -> list[Reference]:
     """Every access of the Scop at these sizes, plus covering boxes for arrays that
-    statements outside the Scop (shared-memory copy code) touch."""
+    statements outside the Scop (shared-memory copy code, register loads and stores)
+    touch: the box of their references, or the whole array when none runs."""
     stmts = {s.name for s in scop.statements} if scop is not None else set()
     if scop is None:
         return whole_array_references(shapes, written_param_arrays(program))
@@ -138,7 +139,12 @@ def session_references(program: kir.Program, scop, ints: Mapping[str, int],
                 for acc in accesses(s.assign.target) + accesses(s.assign.value):
                     if acc.array in shapes:
                         other.add(acc.array)
-    return refs + covering_references(refs, sorted(other))
+    # a kernel statement outside the Scop may touch an array whose statements do not
+    # run at these sizes (a register's load and store around a loop that has no
+    # iterations: fuzz finding 18): it gets the whole array, uploaded, not written back
+    idle = sorted(n for n in other if not any(r.array == n for r in refs))
+    return (refs + covering_references(refs, sorted(other))
+            + whole_array_references({n: shapes[n] for n in idle}, ()))
 
 
 def plan_session(program: kir.Program, scop, sources: Mapping[str, np.ndarray],
