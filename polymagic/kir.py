@@ -12,10 +12,10 @@ Mapped ids appear in expressions as the variables of :data:`MAPPED_IDS`
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterator, Union
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator, Union
 
-from .expr import Access, Assign, Expr, Var, row_major_strides
+from .expr import Access, Assign, Expr, Var, map_expr, row_major_strides
 
 AXES = ("x", "y", "z")
 THREAD_IDS = {a: f"pm_t{a}" for a in AXES}      # threadIdx.a
@@ -180,6 +180,28 @@ def dynamic_shared_bytes(shared: list[SharedDecl]) -> int:
     :data:`STATIC_SHARED_BYTES` (0: they are declared statically)."""
     total = shared_offsets(shared)[1]
     return total if total > STATIC_SHARED_BYTES else 0
+
+
+def map_body(body: list[Stmt], f: Callable[[Expr], Expr | None]) -> list[Stmt]:
+    """The statement list rebuilt with :func:`expr.map_expr` ``f`` applied to every
+    expression (loop bounds, conditions, ``Let`` values, assignments)."""
+    out: list[Stmt] = []
+    for s in body:
+        if isinstance(s, Loop):
+            out.append(replace(s, lower=map_expr(s.lower, f), upper=map_expr(s.upper, f),
+                               body=map_body(s.body, f)))
+        elif isinstance(s, If):
+            out.append(replace(s, cond=map_expr(s.cond, f), then=map_body(s.then, f),
+                               orelse=map_body(s.orelse, f)))
+        elif isinstance(s, Let):
+            out.append(replace(s, value=map_expr(s.value, f)))
+        elif isinstance(s, Compute):
+            a = s.assign
+            out.append(replace(s, assign=replace(a, target=map_expr(a.target, f),
+                                                 value=map_expr(a.value, f))))
+        else:
+            out.append(s)
+    return out
 
 
 def walk(body: list[Stmt]) -> Iterator[Stmt]:

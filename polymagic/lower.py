@@ -10,6 +10,8 @@ tile becomes the point-loop iterator).
 """
 from __future__ import annotations
 
+import os
+
 import islpy as isl
 
 from . import kir
@@ -19,6 +21,15 @@ from .expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Var
 from .expr import walk as walk_expr
 from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
 from .mapping import _ALL_IDS, MARK_PREFIX, KernelPlan, MappingResult
+
+#: names of the launch statements of the host tree in per-kernel mode
+GROUP_PREFIX = "pm_group_"
+#: parameters that fix the host loops of a kernel's own tree (renamed to pm_c<k>)
+HOST_PARAM = "pm_h"
+#: generate every program's kernels one by one (:func:`_generate_per_kernel`), not only
+#: those where isl's one-tree AST lets the host depend on block/thread ids; tests set
+#: ``POLYMAGIC_PER_KERNEL=always`` to run everything through that path
+PER_KERNEL = os.environ.get("POLYMAGIC_PER_KERNEL", "") == "always"
 from .memory.plan import BufferPlan
 from .memory.registers import (RegisterPlan, decision_line, eliminate_redundant_loads,
                                promote_registers)
@@ -38,6 +49,11 @@ class _Lowerer:
         self.block_dims = (1, 1, 1)
         self.domain_stmts: list[kir.Stmt] = []
         self.errors: list[Exception] = []
+        # kernels generated one by one (:func:`_generate_per_kernel`): the base build,
+        # and the kernel made for each mark (a mark isl repeats reuses it)
+        self.per_kernel = False
+        self.build: isl.AstBuild | None = None
+        self.made: dict[str, kir.Launch] = {}
 
     def block(self, node: isl.AstNode, in_kernel: bool) -> list[kir.Stmt]:
         t = node.get_type()
@@ -63,6 +79,8 @@ class _Lowerer:
             name = node.mark_get_id().get_name()
             if in_kernel or not name.startswith(MARK_PREFIX):
                 return self.block(node.mark_get_node(), in_kernel)
+            if self.per_kernel:
+                return self.launch_site(name, node.mark_get_node())
             return [self.launch(name, node.mark_get_node())]
         if t == isl.ast_node_type.user:
             if not in_kernel:
@@ -123,6 +141,8 @@ class _Lowerer:
     def domain_stmt(self, call: isl.AstExpr, build: isl.AstBuild) -> kir.Stmt:
         name = call.get_op_arg(0).get_id().get_name()
         args = [ast_expr_to_expr(call.get_op_arg(i + 1)) for i in range(call.get_op_n_arg() - 1)]
+        if name.startswith(GROUP_PREFIX):      # a launch of the host tree (per-kernel mode)
+            return kir.Barrier(-1)
         if name.startswith("pm_sync"):
             return kir.Barrier(int(name[len("pm_sync"):]))
         iters = _iterator_map(build, name)
@@ -232,7 +252,36 @@ class _Lowerer:
     def launch(self, name: str, body_node: isl.AstNode) -> kir.Launch:
         plan = self.mapping.plans[name]
         self.block_dims = plan.block
-        body = self.block(body_node, True)
+        return self.make_kernel(name, plan, self.block(body_node, True))
+
+    def launch_site(self, name: str, call_node: isl.AstNode) -> list[kir.Stmt]:
+        """Per-kernel mode: the host binds the launch's host loop values (the
+        arguments of its ``pm_group_`` call) to ``pm_c0, pm_c1, ...`` and launches
+        the kernel made once for the mark (:meth:`launch_alone`)."""
+        call = call_node.user_get_expr()
+        args = [ast_expr_to_expr(call.get_op_arg(i + 1)) for i in range(call.get_op_n_arg() - 1)]
+        if name not in self.made:
+            self.made[name] = self.launch_alone(name, self.mapping.plans[name], len(args))
+        lets = [kir.Let(f"pm_c{k}", a) for k, a in enumerate(args) if a != Var(f"pm_c{k}")]
+        return lets + [self.made[name]]
+
+    def launch_alone(self, name: str, plan: KernelPlan, depth: int) -> kir.Launch:
+        """The kernel of mark ``name`` from its own AST: the tree restricted to one
+        launch, lowered whole as kernel code; the fixed host loops come back as the
+        kernel's ``pm_c<k>`` parameters."""
+        self.block_dims = plan.block
+        schedule, n = _kernel_schedule(self.mapping.schedule, name)
+        assert n == depth, (n, depth)
+        ast = _generate(self.build, self.scop, schedule, self.mapping, self)[1]
+        rename = {f"{HOST_PARAM}{k}": Var(f"pm_c{k}") for k in range(depth)}
+        body = _drop_fixed_host_loops(_rename_vars(self.block(ast, True), rename))
+        outer, self.host_vars = self.host_vars, [f"pm_c{k}" for k in range(depth)]
+        try:
+            return self.make_kernel(name, plan, body)
+        finally:
+            self.host_vars = outer
+
+    def make_kernel(self, name: str, plan: KernelPlan, body: list[kir.Stmt]) -> kir.Launch:
         body, registers = self.registers(plan, body)
         body, loads = eliminate_redundant_loads(
             body, {n: a.ctype for n, a in self.scop.arrays.items()})
@@ -522,16 +571,12 @@ def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
     for i in range(depth):
         ids = ids.add(isl.Id(f"pm_c{i}"))
     build = build.set_iterators(ids)
-    low, ast = _generate(build, scop, mapping.schedule, mapping)
-    if _host_bounds_mention_ids(ast):
-        # isl bounded a host loop with the kernel's filters, in which block/thread ids
-        # are parameters (fuzz finding 19): the host cannot evaluate them.  Grouping
-        # each kernel's instances by their host loop values (an isl expansion node
-        # under the kernel mark) hides those filters from the host loops.
-        low, ast = _generate(build, scop, _group_kernels(mapping.schedule), mapping)
-        if _host_bounds_mention_ids(ast):
-            raise PolymagicError("internal: a host loop bound depends on block/thread ids; "
-                                 "please report this function")
+    if PER_KERNEL:
+        low, ast = _generate_per_kernel(build, scop, mapping)
+    else:
+        low, ast = _generate(build, scop, mapping.schedule, mapping)
+        if _host_depends_on_ids(ast, _mark_order(mapping.schedule)):
+            low, ast = _generate_per_kernel(build, scop, mapping)
     host = low.block(ast, False)
     arrays = {n: kir.ArrayDecl(n, a.ctype, a.shape, kind=a.kind) for n, a in scop.arrays.items()}
     scalars = {p.name: p.ctype for p in scop.scalar_params}
@@ -542,10 +587,11 @@ def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
 
 
 def _generate(build: isl.AstBuild, scop: Scop, schedule: isl.Schedule,
-              mapping: MappingResult) -> tuple["_Lowerer", isl.AstNode]:
-    """isl's AST of ``schedule`` (the mapped one), with a fresh lowerer collecting the
-    statement instances (its ``at_each_domain`` callback)."""
-    low = _Lowerer(scop, mapping)
+              mapping: MappingResult, low: "_Lowerer | None" = None
+              ) -> tuple["_Lowerer", isl.AstNode]:
+    """isl's AST of ``schedule`` (the mapped one), with a lowerer (fresh unless
+    given) collecting the statement instances (its ``at_each_domain`` callback)."""
+    low = low or _Lowerer(scop, mapping)
     build, _keep = build.set_at_each_domain(low.at_each_domain), None
     if isinstance(build, tuple):      # islpy returns (build, callback handle)
         build, _keep = build
@@ -555,35 +601,137 @@ def _generate(build: isl.AstBuild, scop: Scop, schedule: isl.Schedule,
     return low, ast
 
 
-def _group_kernels(schedule: isl.Schedule) -> isl.Schedule:
-    """Each kernel mark's subtree grouped (``isl_schedule_node_group``): the tree
-    above sees one instance per launch, named after the kernel."""
+def _rename_vars(body: list[kir.Stmt], names: dict[str, Expr]) -> list[kir.Stmt]:
+    if not names:
+        return body
+    return kir.map_body(body, lambda e: names.get(e.name) if isinstance(e, Var) else None)
+
+
+def _drop_fixed_host_loops(body: list[kir.Stmt]) -> list[kir.Stmt]:
+    """``if (1) { v = v; ... }`` (a host loop fixed to its own value) -> ``...``."""
+    out: list[kir.Stmt] = []
+    for s in body:
+        if isinstance(s, kir.If) and s.cond == Int(1) and not s.orelse and s.then and \
+                isinstance(s.then[0], kir.Let) and s.then[0].value == Var(s.then[0].var):
+            out.extend(_drop_fixed_host_loops(s.then[1:]))
+        elif isinstance(s, kir.If):
+            out.append(kir.If(s.cond, _drop_fixed_host_loops(s.then),
+                              _drop_fixed_host_loops(s.orelse)))
+        else:
+            out.append(s)
+    return out
+
+
+def _mark_order(schedule: isl.Schedule) -> list[str]:
+    """Kernel marks of the mapped tree, in its (depth-first) order."""
+    out: list[str] = []
+
+    def visit(node: isl.ScheduleNode) -> None:
+        if node.get_type() == isl.schedule_node_type.mark and \
+                node.mark_get_id().get_name().startswith(MARK_PREFIX):
+            out.append(node.mark_get_id().get_name())
+            return
+        for i in range(node.n_children()):
+            visit(node.child(i))
+    visit(schedule.get_root())
+    return out
+
+
+def _host_depends_on_ids(ast: isl.AstNode, order: list[str]) -> bool:
+    """Whether isl's AST lets the host part depend on block/thread ids in a way the
+    host cannot honour: a host loop bounded by ids, a host ``if`` on ids with an else
+    branch, or kernels launched out of the tree's order (isl treats the ids as
+    parameters of one thread, for which kernels with disjoint guards commute; on the
+    GPU every launch runs all threads)."""
+    seen: list[str] = []
+    bad = False
+
+    def visit(node: isl.AstNode) -> None:
+        nonlocal bad
+        t = node.get_type()
+        if t == isl.ast_node_type.block:
+            children = node.block_get_children()
+            for i in range(children.n_ast_node()):
+                visit(children.get_at(i))
+        elif t == isl.ast_node_type.mark:
+            name = node.mark_get_id().get_name()
+            if name.startswith(MARK_PREFIX):
+                if name not in seen:
+                    seen.append(name)
+            else:
+                visit(node.mark_get_node())
+        elif t == isl.ast_node_type.for_:
+            if any(_mentions_mapped_ids(ast_expr_to_expr(e))
+                   for e in (node.for_get_init(), node.for_get_cond())):
+                bad = True
+            visit(node.for_get_body())
+        elif t == isl.ast_node_type.if_:
+            ids = _mentions_mapped_ids(ast_expr_to_expr(node.if_get_cond()))
+            if ids and node.if_has_else_node():
+                bad = True
+            visit(node.if_get_then_node())
+            if node.if_has_else_node():
+                visit(node.if_get_else_node())
+
+    visit(ast)
+    return bad or seen != [m for m in order if m in seen]
+
+
+def _group_and_cut(schedule: isl.Schedule) -> isl.Schedule:
+    """The host tree: each kernel mark's subtree grouped by its host loop values
+    (``isl_schedule_node_group``, one ``pm_group_<mark>`` instance per launch) and
+    cut, so no block/thread id reaches the host loops."""
     def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
         if node.get_type() == isl.schedule_node_type.mark and \
                 node.mark_get_id().get_name().startswith(MARK_PREFIX):
             name = node.mark_get_id().get_name()
-            return node.child(0).group(isl.Id(f"pm_group_{name}")).parent()
+            # group() leaves the node below the new expansion node; cut that one
+            grouped = node.child(0).group(isl.Id(f"{GROUP_PREFIX}{name}"))
+            return grouped.parent().cut().parent()
         for i in range(node.n_children()):
             node = visit(node.child(i)).parent()
         return node
     return visit(schedule.get_root()).get_schedule()
 
 
-def _host_bounds_mention_ids(node: isl.AstNode) -> bool:
-    """Whether a loop outside every kernel mark has a bound on block/thread ids."""
-    t = node.get_type()
-    if t == isl.ast_node_type.block:
-        children = node.block_get_children()
-        return any(_host_bounds_mention_ids(children.get_at(i))
-                   for i in range(children.n_ast_node()))
-    if t == isl.ast_node_type.mark:
-        return (not node.mark_get_id().get_name().startswith(MARK_PREFIX)
-                and _host_bounds_mention_ids(node.mark_get_node()))
-    if t == isl.ast_node_type.for_:
-        exprs = [node.for_get_init(), node.for_get_cond()]
-        return any(_mentions_mapped_ids(ast_expr_to_expr(e)) for e in exprs) or \
-            _host_bounds_mention_ids(node.for_get_body())
-    if t == isl.ast_node_type.if_:
-        return _host_bounds_mention_ids(node.if_get_then_node()) or (
-            node.if_has_else_node() and _host_bounds_mention_ids(node.if_get_else_node()))
-    return False
+def _kernel_schedule(schedule: isl.Schedule, mark: str) -> tuple[isl.Schedule, int]:
+    """The mapped tree restricted to the instances of kernel ``mark`` at one launch:
+    host loop values fixed to parameters ``pm_h0, pm_h1, ...`` (renamed to the host
+    iterators after lowering); returns it and the number of host loops."""
+    node = _find_mark(schedule.get_root(), mark)
+    domain = node.get_domain()
+    prefix = node.get_prefix_schedule_union_map().intersect_domain(domain)
+    depth = node.get_schedule_depth()
+    if depth:
+        names = [f"{HOST_PARAM}{k}" for k in range(depth)]
+        fixed = isl.Set(f"[{', '.join(names)}] -> {{ [{', '.join(f'x{k}' for k in range(depth))}]"
+                        f" : {' and '.join(f'x{k} = {n}' for k, n in enumerate(names))} }}")
+        domain = prefix.intersect_range(isl.UnionSet.from_set(fixed)).domain()
+    root = schedule.get_root().child(0)
+    if depth:       # a context node may introduce the parameters (a filter may not)
+        root = root.insert_context(isl.Set(f"[{', '.join(names)}] -> {{ [] }}")).child(0)
+    return root.insert_filter(domain).get_schedule(), depth
+
+
+def _find_mark(node: isl.ScheduleNode, mark: str) -> isl.ScheduleNode:
+    if node.get_type() == isl.schedule_node_type.mark and \
+            node.mark_get_id().get_name() == mark:
+        return node
+    for i in range(node.n_children()):
+        hit = _find_mark(node.child(i), mark)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _generate_per_kernel(build: isl.AstBuild, scop: Scop, mapping: MappingResult
+                         ) -> tuple["_Lowerer", isl.AstNode]:
+    """PPCG's split (fuzz findings 19, 20): the host AST from the tree with each
+    kernel's subtree grouped and cut, each kernel's body from the tree restricted to
+    one launch (:func:`_kernel_schedule`), so isl never mixes host loops with the
+    block/thread ids of a kernel."""
+    low = _Lowerer(scop, mapping)
+    low.build = build
+    low.per_kernel = True
+    low, ast = _generate(build, scop, _group_and_cut(mapping.schedule), mapping, low)
+    return low, ast

@@ -36,27 +36,6 @@ def stride_vars(program: kir.Program, array: str) -> list[str]:
     return [stride_var(array, d) for d in range(len(program.arrays[array].shape))]
 
 
-def _map_body(body: list[kir.Stmt], f) -> list[kir.Stmt]:
-    """Rebuild a statement list with ``f`` applied to every expression."""
-    out: list[kir.Stmt] = []
-    for s in body:
-        if isinstance(s, kir.Loop):
-            out.append(replace(s, lower=map_expr(s.lower, f), upper=map_expr(s.upper, f),
-                               body=_map_body(s.body, f)))
-        elif isinstance(s, kir.If):
-            out.append(replace(s, cond=map_expr(s.cond, f), then=_map_body(s.then, f),
-                               orelse=_map_body(s.orelse, f)))
-        elif isinstance(s, kir.Let):
-            out.append(replace(s, value=map_expr(s.value, f)))
-        elif isinstance(s, kir.Compute):
-            a = s.assign
-            out.append(replace(s, assign=replace(a, target=map_expr(a.target, f),
-                                                 value=map_expr(a.value, f))))
-        else:
-            out.append(s)
-    return out
-
-
 def _add(names: list[str], extra: list[str]) -> list[str]:
     return names + [n for n in extra if n not in names]
 
@@ -92,7 +71,7 @@ def offset_program(program: kir.Program) -> kir.Program:
             return ids[e.name]
         return None
     extra = [BLOCK_OFFSETS[a] for a in AXES] + [GRID_FULL[a] for a in AXES]
-    kernels = {n: replace(k, body=_map_body(k.body, f), ints=_add(list(k.ints), extra))
+    kernels = {n: replace(k, body=kir.map_body(k.body, f), ints=_add(list(k.ints), extra))
                for n, k in program.kernels.items()}
     return replace(program, kernels=kernels, size_params=_add(list(program.size_params), extra))
 

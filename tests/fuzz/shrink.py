@@ -231,6 +231,9 @@ def _value_candidates(flag: str, value: str) -> Iterator[str]:
     simple = dict(zip(space.defaults()[::2], space.defaults()[1::2]))
     if flag in simple and value != simple[flag]:
         yield simple[flag]
+    if flag == "--tile" and ":" in value:          # tile levels: try the block tile alone
+        yield value.split(":", 1)[0]
+        return
     if flag in ("--tile", "--block") and value != "auto":
         vals = value.split(",")
         if len(vals) > 1:
