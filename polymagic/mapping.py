@@ -549,9 +549,11 @@ class _SuperMapper:
         if k.block:
             tile_sched = self._mupa([{s: f"floor(({self._loop(b[s])})/{t})" for s in k.statements}
                                      for b, t in zip(k.block, tiles)])
-            rng = isl.Set.from_union_set(
-                isl.UnionMap.from_multi_union_pw_aff(tile_sched).intersect_domain(domain).range()
-            ).intersect_params(self.scop.context.align_params(tile_sched.get_space()))
+            # extract_set: statements without instances give an empty range without a
+            # space (fuzz findings 17, 21)
+            rng = isl.UnionMap.from_multi_union_pw_aff(tile_sched).intersect_domain(
+                domain).range().extract_set(tile_sched.get_space()).intersect_params(
+                self.scop.context.align_params(tile_sched.get_space()))
             filt = domain
             for j, (b, t) in enumerate(zip(k.block, tiles)):
                 axis = "xyz"[len(k.block) - 1 - j]

@@ -90,6 +90,24 @@ void fz(int M, float D[M + 1]) {
     }
   }
 }""", [{"M": 2}, {"M": 40}], {"tile": (32,), "block": (32, 2)}),
+    # 21: a superposed kernel whose statement has no instance at these sizes: its block
+    # range was empty without a space (isl_set_from_union_set failed)
+    "superposed-empty-range": ("""
+void fz(int N, double beta, float A[N + 3][2 * N + 1], double B[N + 1][2 * N + 1], double C[2 * N + 1][2 * N + 1][2 * N + 2], float D[N + 1][N + 1], double E[N + 2][1][2 * N + 1]) {
+  for (int i = N - 2; i >= 0; i--) {
+    for (int j = 0; j < i; j++) {
+      if (j + 1 < N) {
+        A[1][2 * j + 1] = 0.25 * B[i][j + i] * beta + 0.125 * C[j + 1][2 * i + 2][2 * i + 3];
+      } else {
+        A[i + 2][N - j - 1] = 0.375 * D[j][N - i - 1] * beta + 0.0625 * A[2][j] + 0.0625 * A[i + 1][N - j - 1];
+      }
+    }
+    C[i + 1][i + 1][N - i + 1] = 0.25 * fmax(C[i][i + 1][N - i + 1], C[i + 1][i][N - i + 1]) + 0.0625;
+    for (int j = 0; j < N; j++) {
+      E[i + 2][0][j + i] = 0.125 * E[i][0][j + i] * beta + 0.125 * E[i + 3][0][j + i] + 0.125 * C[2 * j + 1][2 * i + 1][j];
+    }
+  }
+}""", [{"N": 1}, {"N": 4}, {"N": 9}], {"block": (1, 64), "shared_mem": 2048}),
 }
 
 
