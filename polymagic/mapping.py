@@ -589,8 +589,11 @@ class _SuperMapper:
             if j < len(given):
                 tiles.append(given[j])
                 continue
-            axes = [ax for g in groups for d, ax in zip(g.dims, "xyz")
+            axes = [ax for g in groups if not g.reduction for d, ax in zip(g.dims, "xyz")
                     if all(b.get(s) == v for s, v in d.items())]
+            if not axes and j == len(k.block) - 1 and any(g.reduction for g in groups):
+                tiles.append(1)     # block.x: one point of a tree reduction's outer loop
+                continue
             tiles.append(max([blk["xyz".index(a)] for a in axes] + [1]) if axes else 32)
         return tiles, blk
 

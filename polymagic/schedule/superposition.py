@@ -227,15 +227,45 @@ class _Planner:
                 items.append(Kernel(scc, [], why="no synchronisation-free forall loop"))
                 continue
             items.append(Kernel(scc, [], why="no synchronisation-free forall loop"))
-        items = self.block_fusion(items, table)
+        parts: dict[int, list[Kernel]] = {}
+        items = self.block_fusion(items, table, parts)
+        out: list[Item] = []
         for it in items:
             if isinstance(it, Kernel):
                 it.body = self.thread_level(it.statements, table.subset(set(it.statements)),
                                             dict(depth))
-        return items
+                if id(it) in parts and _has_reduction(it.body) and len(it.body) > 1:
+                    # a tree reduction runs its enclosing loops per block: unfused, its
+                    # kernel gets one block per point of them instead of sharing the
+                    # tiles of the other statements' thread loops
+                    run: list[Item] = []
+                    for k in parts[id(it)] + [None]:
+                        if k is not None:
+                            k.body = self.thread_level(k.statements,
+                                                       table.subset(set(k.statements)),
+                                                       dict(depth))
+                        if k is not None and not _has_reduction(k.body):
+                            run.append(k)
+                            continue
+                        for f in self.block_fusion(run, table):   # the others stay fused
+                            if len(run) > 1:
+                                f.body = self.thread_level(f.statements,
+                                                           table.subset(set(f.statements)),
+                                                           dict(depth))
+                            out.append(f)
+                        run = []
+                        if k is not None:
+                            k.why += "; not fused: tree reduction"
+                            out.append(k)
+                    continue
+            out.append(it)
+        return out
 
-    def block_fusion(self, items: list[Item], table: DependenceTable) -> list[Item]:
-        """Fuse adjacent kernels whose union keeps the block loops forall."""
+    def block_fusion(self, items: list[Item], table: DependenceTable,
+                     parts: dict[int, list[Kernel]] | None = None) -> list[Item]:
+        """Fuse adjacent kernels whose union keeps the block loops forall (``parts``:
+        id of a fused kernel -> the kernels it was made of)."""
+        parts = {} if parts is None else parts
         out: list[Item] = []
         for it in items:
             prev = out[-1] if out else None
@@ -247,6 +277,7 @@ class _Planner:
                     out[-1] = Kernel(prev.statements + it.statements, merged,
                                      why=prev.why + " (fused)" if "fused" not in prev.why
                                      else prev.why)
+                    parts[id(out[-1])] = parts.pop(id(prev), [prev]) + [it]
                     continue
             out.append(it)
         return out
@@ -370,6 +401,15 @@ def _kernels(items: list[Item]) -> list[Kernel]:
         elif isinstance(it, StepLoop):
             out.extend(_kernels(it.body))
     return out
+
+
+def _has_reduction(items: list[Item]) -> bool:
+    for it in items:
+        if isinstance(it, ThreadGroup) and it.reduction:
+            return True
+        if isinstance(it, StepLoop) and _has_reduction(it.body):
+            return True
+    return False
 
 
 def _has_threads(items: list[Item]) -> bool:
