@@ -586,11 +586,16 @@ class _SuperMapper:
         tiles = []
         given = list(self.options.tile or ())
         for j, b in enumerate(k.block):
-            if j < len(given):
-                tiles.append(given[j])
-                continue
             axes = [ax for g in groups if not g.reduction for d, ax in zip(g.dims, "xyz")
                     if all(b.get(s) == v for s, v in d.items())]
+            if j < len(given):
+                tiles.append(given[j])
+                if not self.options.block:
+                    # a given tile smaller than the default threads: as many threads as
+                    # points (the single mapping's B ≤ T), not idle ones
+                    blk = tuple(min(n, given[j]) if a in axes else n
+                                for a, n in zip("xyz", blk))
+                continue
             if not axes and j == len(k.block) - 1 and any(g.reduction for g in groups):
                 tiles.append(1)     # block.x: one point of a tree reduction's outer loop
                 continue
