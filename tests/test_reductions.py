@@ -131,6 +131,10 @@ void rowmax(int n, int m, float A[n][m], float r[n]) {
         r = run(c, opts)
         assert r.ok, r.message
         assert any(k.shared for k in c.program.kernels.values())
+        from polymagic.memory.counts import predict_for
+        pred = predict_for(c, opts)    # max: every thread reads the element once per row
+        assert {k: (p.loads, p.stores) for k, p in pred.items()} == \
+            {k: (v["loads"], v["stores"]) for k, v in r.counters["per_kernel"].items()}
 
 
 TRIANGULAR = """
@@ -193,3 +197,15 @@ def test_cuda_compiles_with_nvrtc(name):
         ptx = compile_cuda(c.cuda, "sm_80").decode(errors="replace")
         for k in c.program.kernels:
             assert f".entry {k}" in ptx
+
+
+@pytest.mark.parametrize("name", ["mvt", "gesummv", "atax"])
+def test_predicted_counts_hold(name):
+    """memory.counts predicts the tree reduction's traffic exactly: the element once
+    per point of the enclosing loops, the reduced operands once per instance."""
+    from polymagic.memory.counts import predict_for
+    c, r = _check(name, 37)
+    opts = Options(sizes=_sizes(name, 37), target="emulator")
+    pred = predict_for(c, opts)
+    assert {k: (p.loads, p.stores) for k, p in pred.items()} == \
+        {k: (v["loads"], v["stores"]) for k, v in r.counters["per_kernel"].items()}
