@@ -180,7 +180,7 @@ def test_other_reductions(src, n, block):
     assert any(k.shared for k in c.program.kernels.values())
 
 
-@pytest.mark.parametrize("name", ["mvt", "gemver", "atax"])
+@pytest.mark.parametrize("name", KERNELS)
 def test_transactions_per_request_fall(name):
     _c, tree = _check(name, 100)
     _c, single = _check(name, 100, mapping="single")
