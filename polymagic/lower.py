@@ -36,6 +36,13 @@ from .memory.registers import (RegisterPlan, decision_line, eliminate_redundant_
 from .scop import Scop
 
 
+class _TreeBuffer:
+    """The shared buffer of a tree reduction (one element per thread of the block)."""
+
+    def __init__(self, name: str, ctype: str, extents: tuple[int, ...]):
+        self.name, self.ctype, self.extents = name, ctype, extents
+
+
 class _Lowerer:
     """Translates isl's AST of the mapped schedule into a :class:`kir.Program`."""
 
@@ -54,6 +61,7 @@ class _Lowerer:
         self.per_kernel = False
         self.build: isl.AstBuild | None = None
         self.made: dict[str, kir.Launch] = {}
+        self.n_tree_sync = 0
 
     def block(self, node: isl.AstNode, in_kernel: bool) -> list[kir.Stmt]:
         t = node.get_type()
@@ -145,6 +153,8 @@ class _Lowerer:
             return kir.Barrier(-1)
         if name.startswith("pm_sync"):
             return kir.Barrier(int(name[len("pm_sync"):]))
+        if name in self.mapping.reductions:
+            return self.tree_reduction(name, args)
         iters = _iterator_map(build, name)
         if name in self.mapping.local_copies:
             return self.local_copy(name, args, build, iters)
@@ -152,7 +162,55 @@ class _Lowerer:
             return self.copy(name, args, build, iters)
         stmt = self.scop.statement(name)
         body = self.lowered_body(stmt, build, iters)
-        return kir.Compute(name, substitute_assign(body, dict(zip(stmt.iterators, args))))
+        body = substitute_assign(body, dict(zip(stmt.iterators, args)))
+        red = self.mapping.reductions.get(f"pm_rfin_{name}")
+        if red is not None:          # accumulate into the thread's register instead
+            tgt = body.target.array
+            to_acc = lambda e: Access(red.acc, ()) \
+                if isinstance(e, Access) and e.array == tgt else None  # noqa: E731
+            body = Assign(Access(red.acc, ()), body.op, map_expr(body.value, to_acc))
+        return kir.Compute(name, body)
+
+    def tree_reduction(self, name: str, args: list[Expr]) -> kir.Stmt:
+        """``pm_rini_S``: ``acc = identity``; ``pm_rfin_S``: the block's tree reduction
+        of the registers in shared memory, then thread 0 combines with the global
+        element (see :class:`mapping.TreeReduction`)."""
+        red = self.mapping.reductions[name]
+        stmt = self.scop.statement(red.stmt)
+        body = substitute_assign(stmt.body, dict(zip(stmt.iterators, args)))
+        target = body.target
+        acc = Access(red.acc, ())
+
+        def combine(a: Expr, b: Expr) -> Expr:
+            return Binary(red.op, a, b) if red.op in ("+", "*") else Call(red.op, (a, b))
+        if name.startswith("pm_rini_"):
+            # max/min are idempotent: the element itself is an identity for them
+            init = {"+": Int(0), "*": Int(1)}.get(red.op, target)
+            return kir.Compute(name, Assign(acc, "=", init))
+        bx, by, bz = red.block
+        lin: Expr = Var(kir.THREAD_IDS["x"])
+        if by * bz > 1:
+            lin = Binary("+", lin, Binary("*", Int(bx), Var(kir.THREAD_IDS["y"])))
+        if bz > 1:
+            lin = Binary("+", lin, Binary("*", Int(bx * by), Var(kir.THREAD_IDS["z"])))
+        n = bx * by * bz
+        out: list[kir.Stmt] = [kir.Compute(name, Assign(Access(red.buf, (lin,)), "=", acc)),
+                               self.tree_barrier()]
+        while n > 1:
+            h = (n + 1) // 2
+            mine, other = Access(red.buf, (lin,)), Access(red.buf, (Binary("+", lin, Int(h)),))
+            out.append(kir.If(Binary("<", lin, Int(n - h)),
+                              [kir.Compute(name, Assign(mine, "=", combine(mine, other)))]))
+            out.append(self.tree_barrier())
+            n = h
+        out.append(kir.If(Binary("==", lin, Int(0)),
+                          [kir.Compute(name, Assign(target, "=",
+                                                    combine(target, Access(red.buf, (Int(0),)))))]))
+        return kir.If(Int(1), out)
+
+    def tree_barrier(self) -> kir.Barrier:
+        self.n_tree_sync += 1
+        return kir.Barrier(1_000_000 + self.n_tree_sync)
 
     def copy(self, name: str, args: list[Expr], build: isl.AstBuild,
              iters: isl.PwMultiAff | None) -> kir.Compute:
@@ -283,6 +341,13 @@ class _Lowerer:
 
     def make_kernel(self, name: str, plan: KernelPlan, body: list[kir.Stmt]) -> kir.Launch:
         body, registers = self.registers(plan, body)
+        nthreads = plan.block[0] * plan.block[1] * plan.block[2]
+        accessed = _accessed_arrays(body)
+        for red in {r.stmt: r for r in self.mapping.reductions.values()
+                    if r.acc in accessed}.values():
+            ctype = self.scop.arrays[self.scop.statement(red.stmt).body.target.array].ctype
+            registers.append(kir.RegisterDecl(red.acc, ctype))
+            self.used_buffers.setdefault(red.buf, _TreeBuffer(red.buf, ctype, (nthreads,)))
         body, loads = eliminate_redundant_loads(
             body, {n: a.ctype for n, a in self.scop.arrays.items()})
         registers = registers + loads

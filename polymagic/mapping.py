@@ -86,6 +86,25 @@ class MappingResult:
     copies: dict[str, tuple[str, BufferPlan]] = field(default_factory=dict)
     local_copies: dict = field(default_factory=dict)   # seed 001 moves: stmt -> (kind, LocalBuffer)
     constants: dict[str, kir.ConstantDecl] = field(default_factory=dict)
+    #: tree reductions (superposition): grafted statement -> its :class:`TreeReduction`
+    reductions: dict[str, "TreeReduction"] = field(default_factory=dict)
+
+
+@dataclass
+class TreeReduction:
+    """A reduction loop mapped to ``threadIdx.x`` (seed 003 §5.3 reduction loops on
+    threads).  Statement ``stmt``'s instances accumulate into the per-thread register
+    ``acc`` (each thread its cyclic share of the loop); ``pm_rini_S`` (one instance per
+    point of the enclosing loops, every thread of the block) sets ``acc`` to the
+    identity, ``pm_rfin_S`` stores it into shared ``buf`` (one element per thread),
+    reduces the buffer by halving (``⌈n/2⌉`` steps, any block size, a barrier after
+    each) and thread 0 combines ``buf[0]`` with the global element."""
+    stmt: str
+    op: str               # '+', '*', 'max', 'min', 'fmax', ...
+    loop: int             # position of the reduction iterator in the statement
+    acc: str
+    buf: str
+    block: tuple[int, int, int] = (1, 1, 1)   # threads per block of its kernel
 
 
 # ---- schedule tree transformation ---------------------------------------------------
@@ -452,15 +471,51 @@ class _SuperMapper:
         self.namer = CopyNamer()
         self.params = ", ".join(scop.size_params + _ALL_IDS)
         self.block = (1, 1, 1)
+        self.reductions: dict[str, TreeReduction] = {}      # by statement
+        from .schedule.loop_kinds import reduction_operator
+        from .schedule.superposition import ThreadGroup
+        for g in _walk_items(plan.items):
+            if isinstance(g, ThreadGroup) and g.reduction:
+                (st,) = g.statements
+                self.reductions[st] = TreeReduction(
+                    st, reduction_operator(scop.statement(st).body), g.dims[0][st][0],
+                    f"pm_acc_{st}", f"pm_red_{st}")
+
+    def grafted(self) -> dict[str, TreeReduction]:
+        return {f"pm_r{k}_{s}": r for s, r in self.reductions.items() for k in ("ini", "fin")}
+
+    def domain(self) -> isl.UnionSet:
+        """The Scop's domain plus one initialising and one final statement per tree
+        reduction: the statement's instances with the reduction iterator fixed to 0."""
+        dom = self.scop.domain
+        for s, r in self.reductions.items():
+            d = self.scop.statement(s).domain
+            d = d.project_out(isl.dim_type.set, r.loop, 1).insert_dims(isl.dim_type.set, r.loop, 1)
+            d = d.fix_val(isl.dim_type.set, r.loop, isl.Val(0))
+            for k in ("ini", "fin"):
+                dom = dom.union(isl.UnionSet.from_set(d.set_tuple_name(f"pm_r{k}_{s}")))
+        return dom
+
+    def _expand(self, stmts) -> list[str]:
+        out = []
+        for s in stmts:
+            out.append(s)
+            if s in self.reductions:
+                out += [f"pm_rini_{s}", f"pm_rfin_{s}"]
+        return out
 
     # -- isl objects from plan combos (positional iterator names: i0, i1, ...) --------
 
     def _tuple(self, s: str) -> str:
-        n = len(self.scop.statement(s).iterators)
+        base = s.split("_", 2)[2] if s.startswith(("pm_rini_", "pm_rfin_")) else s
+        n = len(self.scop.statement(base).iterators)
         return f"{s}[{', '.join(f'i{k}' for k in range(n))}]"
 
     def _mupa(self, members: list[dict[str, str]]) -> isl.MultiUnionPwAff:
-        """One member per dict: statement -> affine text in i0, i1, ..."""
+        """One member per dict: statement -> affine text in i0, i1, ... (a tree
+        reduction's grafted statements follow their statement unless named)."""
+        members = [{**{g: e for s, e in m.items() for g in self._expand([s])[1:]}, **m}
+                   for m in members]
         parts = ", ".join("{ " + "; ".join(f"{self._tuple(s)} -> [({e})]" for s, e in m.items())
                           + " }" for m in members)
         return isl.MultiUnionPwAff(f"[{self.params}] -> [{parts}]")
@@ -472,7 +527,7 @@ class _SuperMapper:
     def _filter(self, stmts: list[str], conds: dict[str, list[str]] | None = None
                 ) -> isl.UnionSet:
         parts = []
-        for s in stmts:
+        for s in self._expand(stmts):
             c = " and ".join((conds or {}).get(s, [])) or "1 = 1"
             parts.append(f"{self._tuple(s)} : {c}")
         return isl.UnionSet(f"[{self.params}] -> {{ {'; '.join(parts)} }}")
@@ -531,11 +586,19 @@ class _SuperMapper:
         tiles = []
         given = list(self.options.tile or ())
         for j, b in enumerate(k.block):
+            axes = [ax for g in groups if not g.reduction for d, ax in zip(g.dims, "xyz")
+                    if all(b.get(s) == v for s, v in d.items())]
             if j < len(given):
                 tiles.append(given[j])
+                if not self.options.block:
+                    # a given tile smaller than the default threads: as many threads as
+                    # points (the single mapping's B ≤ T), not idle ones
+                    blk = tuple(min(n, given[j]) if a in axes else n
+                                for a, n in zip("xyz", blk))
                 continue
-            axes = [ax for g in groups for d, ax in zip(g.dims, "xyz")
-                    if all(b.get(s) == v for s, v in d.items())]
+            if not axes and j == len(k.block) - 1 and any(g.reduction for g in groups):
+                tiles.append(1)     # block.x: one point of a tree reduction's outer loop
+                continue
             tiles.append(max([blk["xyz".index(a)] for a in axes] + [1]) if axes else 32)
         return tiles, blk
 
@@ -576,7 +639,39 @@ class _SuperMapper:
                                       threads=blk, text=self.summary(k, tiles, blk))
         return node.insert_mark(isl.Id(name))
 
+    def reduction_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
+        """A tree reduction: the source order of its statement (reduction loop
+        innermost) with ``pm_rini`` before and ``pm_rfin`` after that loop, only the
+        statement filtered by ``loop ≡ threadIdx.x (mod blockDim.x)``; every thread
+        runs the grafted statements, so their barriers are uniform across the block."""
+        (s,) = g.statements
+        self.reductions[s].block = self.block
+        nest = self.plan.nests[s]
+        r = len(nest.loops) - 1
+        ini, fin = f"pm_rini_{s}", f"pm_rfin_{s}"
+        orig = []
+        for d in range(2 * len(nest.loops) + 1):
+            if d % 2 == 0:
+                b = 3 * nest.betas[d // 2]
+                m = {s: str(b), ini: str(b - 1 if d == 2 * r else b),
+                     fin: str(b + 1 if d == 2 * r else b)}
+                if d > 2 * r:
+                    m[ini] = m[fin] = "0"
+            else:
+                lp = self._loop(nest.loops[d // 2])
+                m = {s: lp, ini: lp if d < 2 * r else "0", fin: lp if d < 2 * r else "0"}
+            orig.append(m)
+        node = atomic(node.insert_partial_schedule(self._mupa(orig)))
+        bx = self.block[0]
+        conds = {s: [f"({self._loop(g.dims[0][s])} - {kir.THREAD_IDS['x']}) mod {bx} = 0",
+                     f"{kir.THREAD_IDS['y']} = 0", f"{kir.THREAD_IDS['z']} = 0"]}
+        ctx = [f"0 <= {kir.THREAD_IDS[a]} < {b}" for a, b in zip("xyz", self.block)]
+        return node.insert_filter(self._filter(g.statements, conds).intersect_params(
+            _id_bounds(ctx)))
+
     def thread_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
+        if g.reduction:
+            return self.reduction_group(node, g)
         nests = self.plan.nests
         width = max(2 * len(nests[s].loops) + 1 for s in g.statements)
         orig = []
@@ -625,7 +720,7 @@ class _SuperMapper:
                 elif isinstance(it, ThreadGroup):
                     inner.append("[" + ",".join(it.statements) + "] " + (
                         ", ".join(f"{text(d)}→thread.{ax}" for d, ax in zip(it.dims, "xyz"))
-                        or "one thread"))
+                        or "one thread") + (" (tree reduction)" if it.reduction else ""))
         walk(k.body)
         return ("superposition: " + ", ".join(parts) + "; threads: " +
                 " | ".join(inner).replace("{ |", "{").replace("| }", "}"))
@@ -641,11 +736,12 @@ def _walk_items(items):
 
 def map_superposition(scop: Scop, plan, options: Options) -> MappingResult:
     """The superposed schedule tree of ``plan`` with one plan per kernel."""
-    dom = scop.domain.align_params(_mapped_param_space(scop))
-    node = isl.Schedule.from_domain(dom).get_root().child(0)
     mapper = _SuperMapper(scop, plan, options)
+    dom = mapper.domain().align_params(_mapped_param_space(scop))
+    node = isl.Schedule.from_domain(dom).get_root().child(0)
     node = mapper.items(node, plan.items, False)
-    return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops, {})
+    return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops, {},
+                         reductions=mapper.grafted())
 
 
 def map_schedule(scop: Scop, sched: ScheduleResult, options: Options) -> MappingResult:

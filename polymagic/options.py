@@ -26,6 +26,7 @@ class Options:
     tile: tuple[int, ...] | None = None           # block-tile sizes, outermost band member first
     block: tuple[int, ...] | None = None          # threads per block, x,y,z
     mapping: str = "superposition"                # seed 003 superposition | single schedule
+    reductions: bool = True                       # superposition: tree reductions on threads
     check: bool = True                            # compare with the CPU reference
     show: tuple[str, ...] = ()
     json: bool = False
@@ -58,7 +59,7 @@ class Options:
 
     def key(self) -> tuple:
         """What the generated code depends on (for compile caches)."""
-        return (self.tile, self.block, self.mapping, self.shared, self.shared_mem, self.registers,
+        return (self.tile, self.block, self.mapping, self.reductions, self.shared, self.shared_mem, self.registers,
                 self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
                 self.localise, self.reorg, self.layout, self.keep_register_buffers,
                 tuple(sorted(self.sizes.items())) if self.tile_auto or self.localise else None)
@@ -141,6 +142,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mapping", default="superposition", choices=MAPPINGS,
                    help="blocks and threads from two superposed schedules (seed 003) or "
                         "from one schedule")
+    p.add_argument("--no-reductions", dest="reductions", action="store_false",
+                   help="superposition: never map a reduction loop to threads (no shared-"
+                        "memory tree reductions, seed 003 §5.3)")
     p.add_argument("--no-check", dest="check", action="store_false",
                    help="do not compare with the CPU reference (writes the device result back)")
     p.add_argument("--show", action="append", default=[], metavar="WHAT",
@@ -220,7 +224,7 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
                    python=ns.python, explore=ns.explore, autotune=ns.autotune,
                    autotune_candidates=ns.autotune_candidates,
                    autotune_budget=ns.autotune_budget,
-                   block=block, mapping=ns.mapping, check=ns.check, show=tuple(show), json=ns.json,
+                   block=block, mapping=ns.mapping, reductions=ns.reductions, check=ns.check, show=tuple(show), json=ns.json,
                    emu_order=ns.emu_order, quiet=ns.quiet)
 
 

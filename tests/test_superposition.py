@@ -208,8 +208,8 @@ def test_illegal_plan_falls_back_with_a_note(monkeypatch):
     monkeypatch.setattr(pipeline, "_CACHE", {})
     real = sp.plan_superposition
 
-    def broken(scop, validity, strides=None):
-        plan = real(scop, validity, strides)
+    def broken(scop, validity, strides=None, **kw):
+        plan = real(scop, validity, strides, **kw)
         for k in plan.kernels():          # blocks along j: A[i][j±1] crosses blocks
             k.block = [{s: original_nests(scop)[s].loops[2] for s in k.statements}]
         plan.problems = check_legality(scop, validity, plan)

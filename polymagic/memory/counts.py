@@ -14,7 +14,8 @@ is executed once per statement instance (a compound assignment's target is a rea
 and a write, as in the scop's access list).  Counting is islpy's (barvinok's
 ``card`` when available, else enumeration), at fixed sizes.  The emulator counts
 the same accesses dynamically (``polymagic/runtime/emu_support.h``); tests assert
-that both agree exactly (issue 3).  Limits: a value read inside a ``?:`` branch
+that both agree exactly (issue 3).  A tree reduction's statement accumulates in a
+register: its element is counted per point of the enclosing loops.  Limits: a value read inside a ``?:`` branch
 that is not taken is still predicted.
 """
 from __future__ import annotations
@@ -101,11 +102,24 @@ def predict_counts(scop: Scop, mapping, sizes: Mapping[str, int],
             if any(a.array == r.array and a.is_write for st in r.statements
                    for a in scop.statement(st).accesses):
                 kc.stores += n_points
+        trees = {r.stmt: r for r in getattr(mapping, "reductions", {}).values()}
         for sname in plan.statements:
             stmt = scop.statement(sname)
             n = None
+            tree = trees.get(sname)
+            if tree is not None:
+                # a tree reduction (seed 003 §5.3): the element is read and written once
+                # per point of the enclosing loops (thread 0's combine), and for max/min
+                # read by every thread as its accumulator's initial value
+                outer = count_points(stmt.domain.project_out(isl.dim_type.set, tree.loop, 1),
+                                     sizes)
+                threads = tree.block[0] * tree.block[1] * tree.block[2]
+                kc.loads += outer * (1 if tree.op in ("+", "*") else 1 + threads)
+                kc.stores += outer
             for k, acc in enumerate(stmt.accesses):
                 if (sname, k) in refs or acc.array in regs:
+                    continue
+                if tree is not None and acc.array == stmt.body.target.array:
                     continue
                 if n is None:
                     n = count_points(stmt.domain, sizes)

@@ -146,7 +146,8 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     ctx = scop.context.get_ctx()
     try:
         with OperationBudget(ctx, SUPER_OPERATIONS):
-            plan = plan_superposition(scop, deps.validity, _strides(scop, options))
+            plan = plan_superposition(scop, deps.validity, _strides(scop, options),
+                                      reductions=getattr(options, "reductions", True))
     except isl.Error:
         result.notes.append(f"superposition: planning took more than {SUPER_OPERATIONS} isl "
                             "operations: single mapping used")
@@ -201,8 +202,11 @@ def _coalescing_gains(plan, sched: isl.Schedule) -> list[str]:
                 if old is None:
                     out.append(f"{s} ({name}, none before)")
                 elif cost.derivative[j] < cost.derivative[old] - 1e-12 and \
-                        cost.coalesces(j) and not cost.coalesces(old):
-                    out.append(f"{s} ({name} for {plan.iterators[s][old]})")
+                        cost.coalesces(j) and (not cost.coalesces(old) or it.reduction):
+                    # a tree reduction is chosen only for a more negative ∂ than every
+                    # parallel loop's: the DL model's gain over the single mapping
+                    out.append(f"{s} ({name} for {plan.iterators[s][old]}"
+                               + (", tree reduction)" if it.reduction else ")"))
     return out
 
 

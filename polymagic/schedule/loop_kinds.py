@@ -106,10 +106,10 @@ def reduction_operator(body: Assign) -> str | None:
             rest, op = [v.a], v.op
         else:
             return None
-    elif body.op == "=" and isinstance(body.value, Call) and body.value.name in _MINMAX \
+    elif body.op == "=" and isinstance(body.value, Call) and body.value.func in _MINMAX \
             and len(body.value.args) == 2 and tgt in body.value.args:
         rest = [a for a in body.value.args if a != tgt][:1] or [tgt]
-        op = body.value.name
+        op = body.value.func
     else:
         return None
     for e in rest:

@@ -18,6 +18,15 @@ Two schedules are computed per statement, within the restricted affine forms of
   algorithm recurses inside it (jacobi-2d-alt's ``t``).  Adjacent thread groups are
   fused only when the fusion keeps their thread loops parallel.  Loops not mapped
   run inside each thread in source order.
+* **tree reductions** (§5.3 reduction loops mapped to threads): when the loop with the
+  most negative ∂mem_cost/∂t of a one-statement SCC is a *reduction* loop (the
+  statement's innermost loop, carrying only the dependences of its own
+  associative-commutative update), it goes to ``threadIdx.x`` as a
+  :class:`ThreadGroup` with ``reduction=True``: each thread accumulates its cyclic
+  share of the loop in a register, the block combines the partial results with a
+  tree in shared memory, and one thread combines the result with the global
+  element (:mod:`polymagic.mapping`, :mod:`polymagic.lower`).  The enclosing loops
+  stay on blocks or in the thread, uniform across the block.
 
 The superposition ``Θ* = (Θ_out*, Θ)`` (§4.2) is then one isl schedule tree built by
 :mod:`polymagic.mapping`.  :func:`check_legality` verifies the flattened schedule
@@ -35,7 +44,7 @@ import islpy as isl
 
 from ..scop import Scop
 from .dl_model import StatementCost, statement_costs
-from .loop_kinds import (Combo, DependenceTable, LoopKind, OriginalNest, classify, make_table,
+from .loop_kinds import (reduction_operator, Combo, DependenceTable, LoopKind, OriginalNest, classify, make_table,
                          original_nests, strongly_connected)
 
 #: combinations of per-statement loop choices tested per SCC (Algorithm 2 line 6)
@@ -50,6 +59,8 @@ class ThreadGroup:
     statements: list[str]
     dims: list[Combo]
     why: str = ""
+    #: dims[0] is a reduction loop (one statement, its innermost loop): tree reduction
+    reduction: bool = False
 
 
 @dataclass
@@ -123,6 +134,8 @@ class SuperPlan:
                 else:
                     thr = ", ".join(f"{self.loop_text(c)}→thread.{ax}"
                                     for c, ax in zip(it.dims, "xyz"))
+                    if it.reduction:
+                        thr += " (tree reduction in shared memory)"
                     lines.append(f"{pad}threads [{','.join(it.statements)}]: "
                                  f"{thr or 'one thread'}" + (f"  ({it.why})" if it.why else ""))
                     if in_kernel and len(items) > 1:
@@ -151,8 +164,9 @@ def _axes(n: int) -> list[str]:
 
 class _Planner:
     def __init__(self, scop: Scop, validity: isl.UnionMap,
-                 strides: dict[str, tuple[int, ...]] | None = None):
+                 strides: dict[str, tuple[int, ...]] | None = None, reductions: bool = True):
         self.scop = scop
+        self.reductions = reductions
         self.nests = original_nests(scop)
         self.costs = statement_costs(scop, strides)
         self.order = [s.name for s in scop.statements if s.name in self.nests]
@@ -213,15 +227,45 @@ class _Planner:
                 items.append(Kernel(scc, [], why="no synchronisation-free forall loop"))
                 continue
             items.append(Kernel(scc, [], why="no synchronisation-free forall loop"))
-        items = self.block_fusion(items, table)
+        parts: dict[int, list[Kernel]] = {}
+        items = self.block_fusion(items, table, parts)
+        out: list[Item] = []
         for it in items:
             if isinstance(it, Kernel):
                 it.body = self.thread_level(it.statements, table.subset(set(it.statements)),
                                             dict(depth))
-        return items
+                if id(it) in parts and _has_reduction(it.body) and len(it.body) > 1:
+                    # a tree reduction runs its enclosing loops per block: unfused, its
+                    # kernel gets one block per point of them instead of sharing the
+                    # tiles of the other statements' thread loops
+                    run: list[Item] = []
+                    for k in parts[id(it)] + [None]:
+                        if k is not None:
+                            k.body = self.thread_level(k.statements,
+                                                       table.subset(set(k.statements)),
+                                                       dict(depth))
+                        if k is not None and not _has_reduction(k.body):
+                            run.append(k)
+                            continue
+                        for f in self.block_fusion(run, table):   # the others stay fused
+                            if len(run) > 1:
+                                f.body = self.thread_level(f.statements,
+                                                           table.subset(set(f.statements)),
+                                                           dict(depth))
+                            out.append(f)
+                        run = []
+                        if k is not None:
+                            k.why += "; not fused: tree reduction"
+                            out.append(k)
+                    continue
+            out.append(it)
+        return out
 
-    def block_fusion(self, items: list[Item], table: DependenceTable) -> list[Item]:
-        """Fuse adjacent kernels whose union keeps the block loops forall."""
+    def block_fusion(self, items: list[Item], table: DependenceTable,
+                     parts: dict[int, list[Kernel]] | None = None) -> list[Item]:
+        """Fuse adjacent kernels whose union keeps the block loops forall (``parts``:
+        id of a fused kernel -> the kernels it was made of)."""
+        parts = {} if parts is None else parts
         out: list[Item] = []
         for it in items:
             prev = out[-1] if out else None
@@ -233,6 +277,7 @@ class _Planner:
                     out[-1] = Kernel(prev.statements + it.statements, merged,
                                      why=prev.why + " (fused)" if "fused" not in prev.why
                                      else prev.why)
+                    parts[id(out[-1])] = parts.pop(id(prev), [prev]) + [it]
                     continue
             out.append(it)
         return out
@@ -255,15 +300,52 @@ class _Planner:
         par = [c for c in every if classify(sub, c) == LoopKind.FORALL]
         par.sort(key=lambda c: (self.derivative(c),
                                 -sum(self.nests[s].loops.index(c[s]) for s in c)))
-        item = self._thread_scc(scc, sub, depth, par)
         best = min(every, key=self.derivative, default=None)
+        red = self.tree_reduction(scc, sub, par, best)
+        if red is not None:
+            return red
+        item = self._thread_scc(scc, sub, depth, par)
         if isinstance(item, ThreadGroup) and best is not None and best not in par \
                 and self.derivative(best) < (self.derivative(par[0]) if par else 0):
             kind = classify(sub, best).value
-            item.why += (f"; {self.loop_name(best)} has the most negative ∂ but is {kind}"
-                         + (" (tree reductions: planned), it runs in each thread"
-                            if kind == "reduction" else ", it runs in each thread"))
+            item.why += f"; {self.loop_name(best)} has the most negative ∂ but is {kind}"
+            if kind == "reduction":
+                item.why += (" (tree reductions off: --no-reductions)" if not self.reductions
+                             else " (no tree reduction: " + self.no_tree_reason(scc, best) + ")")
+            item.why += ", it runs in each thread"
         return item
+
+    def no_tree_reason(self, scc: list[str], best: Combo) -> str:
+        if len(scc) != 1:
+            return "several statements in its dependence cycle"
+        s = scc[0]
+        if best[s] != self.nests[s].loops[-1]:
+            return "not the statement's innermost loop"
+        if not self.coalescing(best):
+            return "it does not coalesce"
+        return "not supported here"
+
+    def tree_reduction(self, scc: list[str], sub: DependenceTable, par: list[Combo],
+                       best: Combo | None) -> ThreadGroup | None:
+        """The reduction loop with the most negative ∂mem_cost/∂t on thread x (a
+        one-statement SCC, the statement's innermost loop, coalescing and better than
+        every parallel loop), or None (seed 003 §5.3)."""
+        if not self.reductions or best is None or len(scc) != 1 or best in par:
+            return None
+        s = scc[0]
+        if classify(sub, best) != LoopKind.REDUCTION or not self.coalescing(best) \
+                or best[s] != self.nests[s].loops[-1]:
+            return None
+        if par and not self.derivative(best) < self.derivative(par[0]):
+            return None
+        why = (f"tree reduction: {self.loop_name(best)} is a reduction loop (only "
+               f"'{reduction_operator(self.scop.statement(s).body)}' updates of one element "
+               f"carried) with the "
+               f"most negative ∂mem_cost/∂t (coalescing); partial results per thread, "
+               f"combined in shared memory")
+        if par:
+            why += f"; parallel {self.loop_name(par[0])} stays on blocks/in the thread"
+        return ThreadGroup(scc, [best], why=why, reduction=True)
 
     def _thread_scc(self, scc: list[str], sub: DependenceTable, depth: dict[str, int],
                     par: list[Combo]) -> Item:
@@ -321,6 +403,15 @@ def _kernels(items: list[Item]) -> list[Kernel]:
     return out
 
 
+def _has_reduction(items: list[Item]) -> bool:
+    for it in items:
+        if isinstance(it, ThreadGroup) and it.reduction:
+            return True
+        if isinstance(it, StepLoop) and _has_reduction(it.body):
+            return True
+    return False
+
+
 def _has_threads(items: list[Item]) -> bool:
     for it in items:
         if isinstance(it, ThreadGroup) and it.dims:
@@ -364,7 +455,10 @@ def flat_schedules(plan: SuperPlan) -> dict[str, list[_Dim]]:
                 walk(it.body, q)
             else:
                 for s in it.statements:
-                    dims = [("l", d[s], "par") for d in reversed(it.dims)]
+                    # a tree reduction reassociates its loop (seed 003 §5.3): it keeps
+                    # the source order in this check, and may carry its own update
+                    dims = [("l", d[s], "par") for d in reversed(it.dims)] \
+                        if not it.reduction else []
                     dims = [("c", 0, "par")] * (MAX_THREAD_DIMS - len(dims)) + dims
                     nest = plan.nests[s]
                     orig: list[_Dim] = []
@@ -437,9 +531,11 @@ def check_legality(scop: Scop, validity: isl.UnionMap, plan: SuperPlan) -> list[
 
 
 def plan_superposition(scop: Scop, validity: isl.UnionMap,
-                       strides: dict[str, tuple[int, ...]] | None = None) -> SuperPlan:
-    """Algorithms 3 and 2 of seed 003 on the Scop, then the isl legality check."""
-    pl = _Planner(scop, validity, strides)
+                       strides: dict[str, tuple[int, ...]] | None = None,
+                       reductions: bool = True) -> SuperPlan:
+    """Algorithms 3 and 2 of seed 003 on the Scop, then the isl legality check;
+    ``reductions=False`` never maps a reduction loop to threads."""
+    pl = _Planner(scop, validity, strides, reductions)
     items = pl.block_level(pl.order, pl.table, {s: 0 for s in pl.order})
     plan = SuperPlan(items, pl.costs, pl.nests,
                      {s.name: s.iterators for s in scop.statements if s.name in pl.nests})
