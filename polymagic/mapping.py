@@ -392,6 +392,8 @@ class _Mapper:
         node = self.add_copies(inner, plan, s > 0)
         node = node.ancestor(node.get_tree_depth() - depth)
         node = node.insert_filter(block_filt.intersect_params(_id_bounds(block_ctx)))
+        if plan.memory is not None and plan.memory.buffers or plan.local is not None:
+            node = _guard_grafts(node.child(0).child(0)).parent().parent()
         self.plans[name] = plan
         return node.insert_mark(isl.Id(name))
 
@@ -436,6 +438,19 @@ class _Mapper:
         if outer_bufs:
             node = graft_copies(self.scop, node, outer_bufs, plan.block, self.namer)
         return node
+
+
+def _guard_grafts(node: isl.ScheduleNode) -> isl.ScheduleNode:
+    """A guard node at ``node`` (right below the block's tile band): the tile values
+    this block's statement instances reach.  Copy and barrier statements are grafted
+    with extension nodes, which isl instantiates for every tile value the enclosing
+    loops scan; where a band is skewed or its block offset piecewise, a block's tile
+    loop scans neighbours' tiles too, and their copies raced with the blocks owning
+    them (fuzz finding 22).  Returns the guard node."""
+    reached = node.get_prefix_schedule_union_map().intersect_domain(node.get_domain()).range()
+    if reached.is_empty():
+        return node
+    return node.insert_guard(isl.Set.from_union_set(reached).coalesce())
 
 
 def _id_bounds(constraints: list[str]) -> isl.Set:
