@@ -91,6 +91,8 @@ class MappingInfo:
 
 
 _MAPPINGS: dict[tuple, MappingInfo] = {}
+#: how often :func:`mapping_of` ran the mapping stage itself (tests count it)
+MAPPING_RUNS = {"fresh": 0}
 
 
 def effective_options(compiled, options: Options) -> Options:
@@ -123,6 +125,8 @@ def mapping_of(compiled, options: Options) -> MappingInfo:
     # the compile's own mapping when it is for these options (what the code was
     # generated from); else the mapping stage again (the views of another shared
     # setting, say, as the explorer's tile controls ask for)
+    if kept is None:
+        MAPPING_RUNS["fresh"] += 1
     mapping = kept if kept is not None else map_schedule(scop, compiled.schedule, options)
     filters = _mapping_filters(mapping.schedule, {s.name for s in scop.statements})
     kernels = []

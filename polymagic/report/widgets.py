@@ -379,7 +379,7 @@ class Explorer:
         """Compile (cached) and refresh the views for the current controls; returns
         this regeneration's timing entry."""
         from ..pipeline import _CACHE, compile_source
-        from .html import highlight
+        from .html import highlight_fast
         with self._busy:
             t0 = time.perf_counter()
             o = self.options()
@@ -393,7 +393,7 @@ class Explorer:
             t_compile = time.perf_counter() - t0
             self.compiled, self.current = compiled, o
             self.error = None
-            self.cuda.value = highlight(compiled.cuda, "cuda")
+            self.cuda.value = highlight_fast(compiled.cuda)
             sched = self._schedule_text(compiled)
             mapped = E.mapping_of(compiled, o).schedule
             self.mapping.value = _pre(
