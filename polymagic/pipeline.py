@@ -36,13 +36,14 @@ class Compiled:
     options_key: tuple | None = None
 
 
-_CACHE: dict[tuple, Compiled] = {}
-#: stage outputs that do not depend on tile sizes, block sizes or memory options,
-#: keyed by what they do depend on: ('front', source, language) -> (Scop,
-#: Dependences); ('schedule', source, language, schedule_key) -> ScheduleResult.
+#: compiles by (source, language, Options.key()), and, in the same dict (so that
+#: emptying it forgets them too), stage outputs that do not depend on tile sizes,
+#: block sizes or memory options, keyed by what they do depend on:
+#: ('stage:front', source, language) -> (Scop, Dependences);
+#: ('stage:schedule', source, language, schedule_key) -> ScheduleResult.
 #: A change of a tile size in the explorer re-runs only the mapping and code
 #: generation.  Later stages read these objects and never modify them.
-_STAGES: dict[tuple, object] = {}
+_CACHE: dict[tuple, object] = {}
 #: how often each stage really ran (not served from a cache): tests count calls
 STAGE_RUNS: dict[str, int] = {"front": 0, "schedule": 0, "mapping": 0}
 
@@ -50,7 +51,6 @@ STAGE_RUNS: dict[str, int] = {"front": 0, "schedule": 0, "mapping": 0}
 def clear_caches() -> None:
     """Forget every compile and stage output (tests that patch stage constants)."""
     _CACHE.clear()
-    _STAGES.clear()
 
 
 def schedule_key(options: Options) -> tuple:
@@ -94,22 +94,22 @@ def compile_source(source: str, options: Options | None = None, language: str = 
     from .mapping import map_and_lower
     from .codegen.cuda import print_cuda
     from .codegen.host import print_host_python
-    front = _STAGES.get(("front", source, language))
+    front = _CACHE.get(("stage:front", source, language))
     if front is None:
         with _stage("parsing"):
             scop = parse(source, language)
         with _stage("dependence analysis"):
             deps = compute_dependences(scop)
         STAGE_RUNS["front"] += 1
-        front = _STAGES[("front", source, language)] = (scop, deps)
+        front = _CACHE[("stage:front", source, language)] = (scop, deps)
     scop, deps = front
-    skey = ("schedule", source, language, schedule_key(options))
-    sched = _STAGES.get(skey)
+    skey = ("stage:schedule", source, language, schedule_key(options))
+    sched = _CACHE.get(skey)
     if sched is None:
         with _stage("scheduling"):
             sched = compute_schedule(scop, deps, options)
         STAGE_RUNS["schedule"] += 1
-        _STAGES[skey] = sched
+        _CACHE[skey] = sched
     with _stage("mapping"):
         program, summary, notes, mapping = map_and_lower(scop, sched, options)
     STAGE_RUNS["mapping"] += 1
