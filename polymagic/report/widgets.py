@@ -19,8 +19,13 @@ tabs
 Changing a control regenerates code, plan and the visible picture after a short
 quiet period (``debounce_s``, 0.3 s: dragging a slider regenerates once).  The
 compile is cached by source + options (:func:`polymagic.pipeline.compile_source`),
-as is the mapping the pictures read, so going back to a configuration costs only
-the views.  Pictures are drawn only while their tab is shown (and again when it is
+and a configuration not seen before re-runs only the mapping and the code
+generation: the Scop, dependences and schedule come from the pipeline's stage
+cache, and the views read the mapping the compile kept (``Compiled.mapping``)
+instead of mapping again.  Nothing on this path compiles with NVRTC or a C
+compiler, or counts with barvinok (those wait for *Run*); the CUDA view is
+highlighted in one regular-expression pass.  ``benchmarks/regen.py`` measures it.
+Going back to a configuration costs only the views.  Pictures are drawn only while their tab is shown (and again when it is
 opened after a change).  ``Explorer.timings`` keeps every regeneration's duration.
 
 Runs use copies of the notebook's arrays: exploring never writes into them.
