@@ -790,6 +790,13 @@ def _mapped_param_space(scop: Scop) -> isl.Space:
 def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
                ) -> tuple[kir.Program, str, list[str]]:
     """Schedule -> Program, plus a one-line summary and notes for the report."""
+    return map_and_lower(scop, sched, options)[:3]
+
+
+def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
+                  ) -> tuple[kir.Program, str, list[str], MappingResult]:
+    """:func:`map_to_kir`, also returning the mapping the program was lowered from
+    (the pipeline keeps it in ``Compiled.mapping`` for the views)."""
     from .isl_util import OperationBudget
     from .lower import lower
     search_notes: list[str] = []
@@ -828,4 +835,4 @@ def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
     if options.localise is not None and not any(p.local for p in mapping.plans.values()):
         notes.append(f"--localise {options.localise[0]}: no kernel runs a sequential loop "
                      f"'{options.localise[0]}' inside its threads; nothing was localised")
-    return program, summary, search_notes + notes + fallback
+    return program, summary, search_notes + notes + fallback, mapping

@@ -28,9 +28,40 @@ class Compiled:
     summary: str                 # one line: loops -> blocks/threads, grid/block sizes, kernels
     notes: list[str] = field(default_factory=list)
     language: str = "c"
+    #: the mapping stage's result (mapping.MappingResult: the mapped schedule tree and
+    #: one plan per kernel) the code was generated from, kept so that views (the
+    #: explorer, pictures) read it instead of mapping again; ``options_key`` is the
+    #: ``Options.key()`` of the compile request it belongs to
+    mapping: object = None
+    options_key: tuple | None = None
 
 
-_CACHE: dict[tuple, Compiled] = {}
+#: compiles by (source, language, Options.key()), and, in the same dict (so that
+#: emptying it forgets them too), stage outputs that do not depend on tile sizes,
+#: block sizes or memory options, keyed by what they do depend on:
+#: ('stage:front', source, language) -> (Scop, Dependences);
+#: ('stage:schedule', source, language, schedule_key) -> ScheduleResult.
+#: A change of a tile size in the explorer re-runs only the mapping and code
+#: generation.  Later stages read these objects and never modify them.
+_CACHE: dict[tuple, object] = {}
+#: how often each stage really ran (not served from a cache): tests count calls
+STAGE_RUNS: dict[str, int] = {"front": 0, "schedule": 0, "mapping": 0}
+
+
+def clear_caches() -> None:
+    """Forget every compile and stage output (tests that patch stage constants)."""
+    _CACHE.clear()
+
+
+def schedule_key(options: Options) -> tuple:
+    """What :func:`polymagic.schedule.compute_schedule` reads of the options: the
+    mapping choice (the superposition is planned only for it), whether the tile
+    search or localisation runs (they keep the single mapping), the arrays' real
+    layout (the DL model's strides) and the module's superposition policy."""
+    from . import schedule
+    return (options.mapping, bool(options.tile_auto), options.localise is not None,
+            options.layout, schedule.REQUIRE_GAIN, schedule.SUPER_OPERATIONS,
+            schedule.MAX_OPERATIONS)
 
 
 @contextmanager
@@ -60,23 +91,34 @@ def compile_source(source: str, options: Options | None = None, language: str = 
     from .frontend import parse
     from .deps import compute_dependences
     from .schedule import compute_schedule
-    from .mapping import map_to_kir
+    from .mapping import map_and_lower
     from .codegen.cuda import print_cuda
     from .codegen.host import print_host_python
-    with _stage("parsing"):
-        scop = parse(source, language)
-    with _stage("dependence analysis"):
-        deps = compute_dependences(scop)
-    with _stage("scheduling"):
-        sched = compute_schedule(scop, deps, options)
+    front = _CACHE.get(("stage:front", source, language))
+    if front is None:
+        with _stage("parsing"):
+            scop = parse(source, language)
+        with _stage("dependence analysis"):
+            deps = compute_dependences(scop)
+        STAGE_RUNS["front"] += 1
+        front = _CACHE[("stage:front", source, language)] = (scop, deps)
+    scop, deps = front
+    skey = ("stage:schedule", source, language, schedule_key(options))
+    sched = _CACHE.get(skey)
+    if sched is None:
+        with _stage("scheduling"):
+            sched = compute_schedule(scop, deps, options)
+        STAGE_RUNS["schedule"] += 1
+        _CACHE[skey] = sched
     with _stage("mapping"):
-        program, summary, notes = map_to_kir(scop, sched, options)
+        program, summary, notes, mapping = map_and_lower(scop, sched, options)
+    STAGE_RUNS["mapping"] += 1
     notes = list(deps.notes) + list(notes)
     with _stage("code generation"):
         cuda = print_cuda(program)
         host_py = print_host_python(program)
     c = Compiled(scop, deps, sched, program, cuda, host_py, time.perf_counter() - t0,
-                 summary, notes, language)
+                 summary, notes, language, mapping, options.key())
     _CACHE[key[:3]] = c
     if _size_dependent(c):
         _CACHE[key[:3] + (_size_values(scop, options),)] = c

@@ -294,3 +294,28 @@ def test_seed_pictures_and_autotune_in_the_explorer():
     assert ex.picture_kind.value == "autotune" and bytes(ex.picture.value).startswith(PNG)
     assert ex.current.tile == r.best.tile[:len(ex.band)]
     assert ex.current.block[:len(r.best.block)] == r.best.block
+
+
+def test_tile_change_regenerates_code_from_the_cached_schedule():
+    """A tile change re-runs only the mapping and code generation: the Scop,
+    dependences and schedule come from the stage cache (counted, not timed), and the
+    views read the mapping the compile kept instead of mapping again."""
+    from polymagic import pipeline
+    from polymagic.report import explore as E
+    ex = Explorer(GEMM, Options(sizes={"N": 64}, target="emulator"), debounce_s=0)
+    runs = dict(pipeline.STAGE_RUNS)
+    mapped = dict(E.MAPPING_RUNS)
+    cuda0, code0 = ex.cuda.value, ex.compiled.cuda
+    ex.set(tile0=24)                       # a configuration not seen before
+    assert not ex.timings[-1]["compile_cached"]
+    assert ex.compiled.cuda != code0 and ex.cuda.value != cuda0
+    assert "tile 24" in ex.compiled.summary and "sh0_A[24]" in ex.memory.value
+    assert pipeline.STAGE_RUNS["front"] == runs["front"]          # Scop + deps: cached
+    assert pipeline.STAGE_RUNS["schedule"] == runs["schedule"]    # schedule: cached
+    assert pipeline.STAGE_RUNS["mapping"] == runs["mapping"] + 1  # mapped once
+    assert E.MAPPING_RUNS["fresh"] == mapped["fresh"]             # the kept mapping is read
+    assert E.mapping_of(ex.compiled, ex.current).source is ex.compiled.mapping
+    ex.set(tile0=40)
+    assert pipeline.STAGE_RUNS["schedule"] == runs["schedule"]
+    assert pipeline.STAGE_RUNS["mapping"] == runs["mapping"] + 2
+    assert "tile 40" in ex.compiled.summary

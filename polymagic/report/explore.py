@@ -1,9 +1,9 @@
 """What the pictures and the exploration widgets show, computed (no IPython, no widgets).
 
-The pipeline's :class:`~polymagic.pipeline.Compiled` keeps the generated program but
-not the mapping stage's plans, so :func:`mapping_of` re-runs the mapping (cached by
-source + options; the planner and tiling only, no AST generation: tens of ms) and
-keeps, per kernel, what the pictures need:
+The pipeline's :class:`~polymagic.pipeline.Compiled` keeps the mapping stage's result
+(``Compiled.mapping``: what the code was generated from); :func:`mapping_of` reads
+it (re-running the mapping only for options other than the compile's, cached by
+source + options) and keeps, per kernel, what the pictures need:
 
 * the tile and thread sizes of each mapped band member and the sub-tiled members;
 * the shared-memory buffers (:class:`polymagic.memory.plan.BufferPlan`: extents,
@@ -71,6 +71,7 @@ class MappingInfo:
     tile: tuple[int, ...] | None               # the tile vector used (after --tile auto)
     seconds: float = 0.0
     schedule: isl.Schedule | None = None       # the mapped tree: tiles, id filters, copies
+    source: object = None                      # the mapping.MappingResult read
 
     def kernel(self, name: str | None = None) -> KernelInfo:
         """A kernel by name ('kernel0' or 'pm_kernel0'); default: the first tiled one."""
@@ -90,6 +91,8 @@ class MappingInfo:
 
 
 _MAPPINGS: dict[tuple, MappingInfo] = {}
+#: how often :func:`mapping_of` ran the mapping stage itself (tests count it)
+MAPPING_RUNS = {"fresh": 0}
 
 
 def effective_options(compiled, options: Options) -> Options:
@@ -108,14 +111,23 @@ def effective_options(compiled, options: Options) -> Options:
 def mapping_of(compiled, options: Options) -> MappingInfo:
     """The mapping stage's plans and filters for ``compiled`` (cached)."""
     from ..mapping import map_schedule
+    kept = getattr(compiled, "mapping", None)
+    if kept is not None and getattr(compiled, "options_key", None) != options.key():
+        kept = None                      # another configuration than the compile's
     options = effective_options(compiled, options)
-    key = (compiled.scop.source, compiled.scop.language, options.key())
+    key = (compiled.scop.source, compiled.scop.language, options.key(),
+           id(kept) if kept is not None else None)
     hit = _MAPPINGS.get(key)
-    if hit is not None:
+    if hit is not None and (kept is None or hit.source is kept):
         return hit
     t0 = time.perf_counter()
     scop = compiled.scop
-    mapping = map_schedule(scop, compiled.schedule, options)
+    # the compile's own mapping when it is for these options (what the code was
+    # generated from); else the mapping stage again (the views of another shared
+    # setting, say, as the explorer's tile controls ask for)
+    if kept is None:
+        MAPPING_RUNS["fresh"] += 1
+    mapping = kept if kept is not None else map_schedule(scop, compiled.schedule, options)
     filters = _mapping_filters(mapping.schedule, {s.name for s in scop.statements})
     kernels = []
     for mark, plan in mapping.plans.items():
@@ -126,7 +138,7 @@ def mapping_of(compiled, options: Options) -> MappingInfo:
             list(mem.buffers) if mem else [], list(mem.decisions) if mem else [],
             filters.get(mark, {})))
     info = MappingInfo(kernels, list(mapping.host_loops), options.tile,
-                       time.perf_counter() - t0, mapping.schedule)
+                       time.perf_counter() - t0, mapping.schedule, mapping)
     _MAPPINGS[key] = info
     return info
 

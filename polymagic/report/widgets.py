@@ -19,8 +19,13 @@ tabs
 Changing a control regenerates code, plan and the visible picture after a short
 quiet period (``debounce_s``, 0.3 s: dragging a slider regenerates once).  The
 compile is cached by source + options (:func:`polymagic.pipeline.compile_source`),
-as is the mapping the pictures read, so going back to a configuration costs only
-the views.  Pictures are drawn only while their tab is shown (and again when it is
+and a configuration not seen before re-runs only the mapping and the code
+generation: the Scop, dependences and schedule come from the pipeline's stage
+cache, and the views read the mapping the compile kept (``Compiled.mapping``)
+instead of mapping again.  Nothing on this path compiles with NVRTC or a C
+compiler, or counts with barvinok (those wait for *Run*); the CUDA view is
+highlighted in one regular-expression pass.  ``benchmarks/regen.py`` measures it.
+Going back to a configuration costs only the views.  Pictures are drawn only while their tab is shown (and again when it is
 opened after a change).  ``Explorer.timings`` keeps every regeneration's duration.
 
 Runs use copies of the notebook's arrays: exploring never writes into them.
@@ -379,7 +384,7 @@ class Explorer:
         """Compile (cached) and refresh the views for the current controls; returns
         this regeneration's timing entry."""
         from ..pipeline import _CACHE, compile_source
-        from .html import highlight
+        from .html import highlight_fast
         with self._busy:
             t0 = time.perf_counter()
             o = self.options()
@@ -393,7 +398,7 @@ class Explorer:
             t_compile = time.perf_counter() - t0
             self.compiled, self.current = compiled, o
             self.error = None
-            self.cuda.value = highlight(compiled.cuda, "cuda")
+            self.cuda.value = highlight_fast(compiled.cuda)
             sched = self._schedule_text(compiled)
             mapped = E.mapping_of(compiled, o).schedule
             self.mapping.value = _pre(

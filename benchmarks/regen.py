@@ -1,0 +1,93 @@
+"""Explorer regeneration time on first visits (issue 7 item 1: <= 0.5 s per change).
+
+Usage: python benchmarks/regen.py [--kernels gemm,atax] [--changes 4] [--profile FILE]
+
+For every foundation kernel (``examples/*.c``) an
+:class:`polymagic.report.widgets.Explorer` is built (``debounce_s=0``, the CUDA tab
+shown, as when a person drags a slider), then the first tile-size control is set
+to ``--changes`` fresh values, one after the other, through the explorer's own
+code path (:meth:`Explorer.set`, which sets the slider and regenerates): every
+change is a configuration not seen before, so nothing comes from the compile
+cache.  Prints per kernel the median and max regeneration time, then the overall
+max; exits 1 when it is above 0.5 s.  ``--profile FILE`` writes cProfile stats of
+the regenerations (not the explorer's construction).
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pathlib
+import statistics
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from polymagic.options import Options  # noqa: E402
+from polymagic.report.widgets import Explorer  # noqa: E402
+
+TARGET_S = 0.5
+
+
+def fresh_values(start: int, n: int) -> list[int]:
+    """``n`` tile sizes different from ``start`` and from each other."""
+    out, v = [], start
+    for cand in (8, 12, 16, 24, 20, 40, 48, 28, 36, 56, 44, 52):
+        if cand != start and cand not in out:
+            out.append(cand)
+        if len(out) == n:
+            break
+    return out
+
+
+def measure(path: pathlib.Path, changes: int, prof=None) -> tuple[list[float], float]:
+    t0 = time.perf_counter()
+    ex = Explorer(path.read_text(), Options(), debounce_s=0)
+    build = time.perf_counter() - t0
+    if "tile0" not in ex.controls:
+        return [], build
+    times = []
+    for v in fresh_values(ex.controls["tile0"].value, changes):
+        if prof:
+            prof.enable()
+        t = time.perf_counter()
+        entry = ex.set(tile0=v)
+        dt = time.perf_counter() - t
+        if prof:
+            prof.disable()
+        if ex.error:
+            raise SystemExit(f"{path.stem}: tile0={v}: {ex.error}")
+        assert not entry.get("compile_cached"), "a fresh value came from the cache"
+        times.append(dt)
+    return times, build
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--kernels", default="", help="comma-separated example names")
+    ap.add_argument("--changes", type=int, default=4)
+    ap.add_argument("--profile", default="")
+    args = ap.parse_args()
+    wanted = {k for k in args.kernels.split(",") if k}
+    prof = cProfile.Profile() if args.profile else None
+    worst = 0.0
+    for path in sorted((ROOT / "examples").glob("*.c")):
+        if wanted and path.stem not in wanted:
+            continue
+        times, build = measure(path, args.changes, prof)
+        if not times:
+            print(f"{path.stem:16s} (no tile control)   explorer built in {build * 1e3:.0f} ms")
+            continue
+        worst = max(worst, max(times))
+        print(f"{path.stem:16s} median {statistics.median(times) * 1e3:7.1f} ms   max "
+              f"{max(times) * 1e3:7.1f} ms   (explorer built in {build * 1e3:.0f} ms)",
+              flush=True)
+    print(f"overall max regeneration {worst * 1e3:.1f} ms (target <= {TARGET_S * 1e3:.0f} ms)")
+    if prof:
+        prof.dump_stats(args.profile)
+    return 0 if worst <= TARGET_S else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
