@@ -57,11 +57,13 @@ def schedule_key(options: Options) -> tuple:
     """What :func:`polymagic.schedule.compute_schedule` reads of the options: the
     mapping choice (the superposition is planned only for it), whether the tile
     search or localisation runs (they keep the single mapping), the arrays' real
-    layout (the DL model's strides) and the module's superposition policy."""
+    layout (the DL model's strides), whether thread-level tree reductions may be
+    planned, and the module's superposition policy.  A new option the scheduler
+    reads must be added here (``tests/test_pipeline_cache.py`` checks the list)."""
     from . import schedule
     return (options.mapping, bool(options.tile_auto), options.localise is not None,
-            options.layout, schedule.REQUIRE_GAIN, schedule.SUPER_OPERATIONS,
-            schedule.MAX_OPERATIONS)
+            options.layout, options.reductions, schedule.REQUIRE_GAIN,
+            schedule.SUPER_OPERATIONS, schedule.MAX_OPERATIONS)
 
 
 @contextmanager
