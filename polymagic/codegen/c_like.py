@@ -263,10 +263,19 @@ class CLikePrinter:
 
     def stmt_compute(self, s: kir.Compute, level: int) -> list[str]:
         """``target op value;``."""
+        if isinstance(s, kir.VectorCopy):
+            return self.stmt_vector_copy(s, level)
         a = s.assign
         mode = "store" if a.op == "=" else "update"
         return [f"{self.indent_unit * level}{self.access(a.target, mode)} {a.op} "
                 f"{self.expr(a.value)};"]
+
+    def stmt_vector_copy(self, s: kir.VectorCopy, level: int) -> list[str]:
+        """A 16-byte copy of ``s.width`` elements (C: ``memcpy``, which any target
+        compiles to a vector move when it can)."""
+        a = s.assign
+        return [f"{self.indent_unit * level}memcpy(&{self.access(a.target, 'store')}, "
+                f"&{self.expr(a.value)}, {s.width} * sizeof({self.access(a.target, 'store')}));"]
 
     def stmt_barrier(self, s: kir.Barrier, level: int) -> list[str]:
         return [self.indent_unit * level + self.barrier_text]
