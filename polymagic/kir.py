@@ -115,8 +115,10 @@ class VectorCopy(Compute):
     width: int = 4
 
 
-#: The run-time guard of vector copies: ``Call(ALIGNED16, (Var(array),))`` is true
-#: when the global array's element 0 is 16-byte aligned.
+#: The run-time guard of vector copies: ``Call(ALIGNED16, (Var(array), Int(w)))`` is
+#: true when the global array's element 0 is 16-byte aligned, its last stride is 1 and
+#: its other strides are multiples of ``w`` (printers expand it with the strides of
+#: :class:`ArrayDecl`, which :mod:`polymagic.transfers` may turn into kernel ints).
 ALIGNED16 = "pm_aligned16"
 
 

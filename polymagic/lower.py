@@ -159,7 +159,7 @@ class _Lowerer:
                               if j else acc.index)
             pairs = [(at(sh, j), at(glob, j)) if direction == "vin" else (at(glob, j), at(sh, j))
                      for j in range(buf.vector)]
-            return kir.If(Call(kir.ALIGNED16, (Var(buf.array),)),
+            return kir.If(Call(kir.ALIGNED16, (Var(buf.array), Int(buf.vector))),
                           [kir.VectorCopy(name, Assign(pairs[0][0], "=", pairs[0][1]),
                                           width=buf.vector)],
                           [kir.Compute(name, Assign(d, "=", s)) for d, s in pairs])

@@ -49,7 +49,7 @@ from pathlib import Path
 
 from .. import kir
 from ..errors import CompileError
-from ..expr import Access, Call, Var, accesses
+from ..expr import Access, accesses
 from .c_like import CLikePrinter, free_vars, kernel_params
 
 RUNTIME_H = Path(__file__).resolve().parent.parent / "runtime" / "emu_support.h"
@@ -109,13 +109,10 @@ class EmulatorKernelPrinter(CLikePrinter):
     def stmt_barrier(self, s: kir.Barrier, level: int) -> list[str]:
         return [f"{self.indent_unit * level}PM_SYNC({int(s.id)});"]
 
-    def stmt_if(self, s: kir.If, level: int) -> list[str]:
-        """The vector copies' guard ``pm_aligned16(A)`` is the device alignment of
-        the array's element 0 (``base``), as the GPU would see it."""
-        c = s.cond
-        if isinstance(c, Call) and c.func == kir.ALIGNED16:
-            s = kir.If(Var(f"PM_ALIGNED16({self.array_ids[c.args[0].name]})"), s.then, s.orelse)
-        return super().stmt_if(s, level)
+    def aligned_base(self, array: str) -> str:
+        """The device alignment of the array's element 0 (``base``), as the GPU
+        would see it (the host copy's alignment does not matter)."""
+        return f"PM_ALIGNED16({self.array_ids[array]})"
 
     def _vector_access(self, acc: Access, mode: str, width: int) -> str:
         """``A[PM_GLDV(aid, site, lin, w, nd, i..)]`` / ``S[PM_SSTV(sid, lin, w, ...)]``:
