@@ -106,6 +106,23 @@ class Compute:
 
 
 @dataclass
+class VectorCopy(Compute):
+    """``width`` consecutive elements copied as one 16-byte access (seed 002 §3.4:
+    float4/double2): ``assign`` is ``dst[.., j] = src[.., j]`` for the first element,
+    the others follow along the last subscript.  Both addresses are 16-byte aligned
+    (the memory plan's :func:`memory.plan.split_vector` chooses aligned chunks, a
+    ``pm_aligned16(array)`` guard checks the array's base); the emulator checks it."""
+    width: int = 4
+
+
+#: The run-time guard of vector copies: ``Call(ALIGNED16, (Var(array), Int(w)))`` is
+#: true when the global array's element 0 is 16-byte aligned, its last stride is 1 and
+#: its other strides are multiples of ``w`` (printers expand it with the strides of
+#: :class:`ArrayDecl`, which :mod:`polymagic.transfers` may turn into kernel ints).
+ALIGNED16 = "pm_aligned16"
+
+
+@dataclass
 class Barrier:
     """``__syncthreads()``; ``id`` distinguishes barrier sites for the emulator."""
     id: int
@@ -119,7 +136,7 @@ class Launch:
     grid: tuple[Expr, Expr, Expr]
 
 
-Stmt = Union[Loop, If, Let, Compute, Barrier, Launch]
+Stmt = Union[Loop, If, Let, Compute, VectorCopy, Barrier, Launch]
 
 
 @dataclass

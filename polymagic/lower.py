@@ -228,6 +228,19 @@ class _Lowerer:
         glob = Access(buf.array, tuple(a))
         sh = Access(buf.name, local)
         self.used_buffers.setdefault(buf.name, buf)
+        if direction.startswith("v"):
+            # seed 002 §3.4: one 16-byte access per chunk when the array's base is
+            # aligned (rows and chunk starts are, by the plan's split_vector), else
+            # the chunk's elements one by one
+            def at(acc: Access, j: int) -> Access:
+                return Access(acc.array, acc.index[:-1] + (Binary("+", acc.index[-1], Int(j)),)
+                              if j else acc.index)
+            pairs = [(at(sh, j), at(glob, j)) if direction == "vin" else (at(glob, j), at(sh, j))
+                     for j in range(buf.vector)]
+            return kir.If(Call(kir.ALIGNED16, (Var(buf.array), Int(buf.vector))),
+                          [kir.VectorCopy(name, Assign(pairs[0][0], "=", pairs[0][1]),
+                                          width=buf.vector)],
+                          [kir.Compute(name, Assign(d, "=", s)) for d, s in pairs])
         if direction == "in":
             return kir.Compute(name, Assign(sh, "=", glob))
         return kir.Compute(name, Assign(glob, "=", sh))

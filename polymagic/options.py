@@ -36,6 +36,7 @@ class Options:
     shared: str = "auto"                          # auto (reuse-based) | all | none
     shared_mem: int = 48 * 1024                   # M_up: shared-memory bytes per block
     registers: bool = True
+    vector: bool = True                           # 16-byte (float4/double2) copies (002 §3.4)
     # the tile search's model (seed 000 §4.3) is fitted on plans whose buffer set does
     # not depend on the tile sizes: it keeps register arrays' shared buffers too
     keep_register_buffers: bool = False
@@ -61,7 +62,7 @@ class Options:
         """What the generated code depends on (for compile caches)."""
         return (self.tile, self.block, self.mapping, self.reductions, self.shared, self.shared_mem, self.registers,
                 self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
-                self.localise, self.reorg, self.layout, self.keep_register_buffers,
+                self.localise, self.reorg, self.layout, self.keep_register_buffers, self.vector,
                 tuple(sorted(self.sizes.items())) if self.tile_auto or self.localise else None)
 
     def with_(self, **kw) -> "Options":
@@ -156,6 +157,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shared-mem", default="48KB", metavar="48KB",
                    help="shared memory per block (M_up)")
     p.add_argument("--no-registers", dest="registers", action="store_false")
+    p.add_argument("--no-vector", dest="vector", action="store_false")
     p.add_argument("--delta", type=float, default=0.3,
                    help="constant-reuse threshold (seed 000 Algorithm 1)")
     p.add_argument("--localise", metavar="LOOP[:w]",
@@ -219,7 +221,7 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
                    target=ns.target, tile=levels[0] if levels else None, tile_levels=levels,
                    tile_auto=tile_auto,
                    shared=ns.shared, shared_mem=parse_bytes(ns.shared_mem, "--shared-mem"),
-                   registers=ns.registers, delta=ns.delta,
+                   registers=ns.registers, vector=ns.vector, delta=ns.delta,
                    device_mem=parse_bytes(ns.device_mem, "--device-mem") if ns.device_mem else None,
                    python=ns.python, explore=ns.explore, autotune=ns.autotune,
                    autotune_candidates=ns.autotune_candidates,

@@ -53,7 +53,7 @@ def _planner(name: str, tile: tuple[int, ...], m_up: int = 48 * KB):
         _FRONT[name] = (c.scop, c.schedule)
     scop, sched = _FRONT[name]
     mapping = map_schedule(scop, sched, Options(shared_mem=m_up, tile=tile,
-                                                keep_register_buffers=True))
+                                                keep_register_buffers=True, vector=False))
     bufs = {(k, b.name): b for k, p in mapping.plans.items() if p.memory
             for b in p.memory.buffers}
     return bufs, mapping.plans

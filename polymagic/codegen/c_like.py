@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from .. import kir
-from ..expr import Access, CPrinter, Expr, Int, Var, linearize, row_major_strides, walk
+from ..expr import Access, Call, CPrinter, Expr, Int, Var, linearize, row_major_strides, walk
 
 #: Precedence of ``<=`` in :class:`expr.CPrinter` (a loop's upper bound binds tighter).
 LE_PREC = 7
@@ -246,9 +246,28 @@ class CLikePrinter:
         out.append(ind + "}")
         return out
 
+    def aligned_base(self, array: str) -> str:
+        """C text: element 0 of ``array`` is 16-byte aligned."""
+        return f"{kir.ALIGNED16}({self.var_name(array)})"
+
+    def aligned_guard(self, cond: Call) -> str:
+        """The vector copies' guard (:data:`kir.ALIGNED16`): base aligned, last stride
+        1, other strides multiples of the vector width."""
+        array, width = cond.args[0].name, cond.args[1].value
+        decl = self.program.arrays[array]
+        parts = [self.aligned_base(array)]
+        if decl.strides:
+            parts.append(f"({self.expr(decl.strides[-1])}) == 1")
+            parts += [f"({self.expr(st)}) % {width} == 0" for st in decl.strides[:-1]]
+        return " && ".join(parts)
+
     def stmt_if(self, s: kir.If, level: int) -> list[str]:
         ind = self.indent_unit * level
-        out = [f"{ind}if ({self.expr(s.cond)}) {{"]
+        if isinstance(s.cond, Call) and s.cond.func == kir.ALIGNED16:
+            head = f"{ind}if ({self.aligned_guard(s.cond)}) {{"
+        else:
+            head = f"{ind}if ({self.expr(s.cond)}) {{"
+        out = [head]
         out += self.print_body(s.then, level + 1)
         if s.orelse:
             out.append(ind + "} else {")
@@ -263,10 +282,19 @@ class CLikePrinter:
 
     def stmt_compute(self, s: kir.Compute, level: int) -> list[str]:
         """``target op value;``."""
+        if isinstance(s, kir.VectorCopy):
+            return self.stmt_vector_copy(s, level)
         a = s.assign
         mode = "store" if a.op == "=" else "update"
         return [f"{self.indent_unit * level}{self.access(a.target, mode)} {a.op} "
                 f"{self.expr(a.value)};"]
+
+    def stmt_vector_copy(self, s: kir.VectorCopy, level: int) -> list[str]:
+        """A 16-byte copy of ``s.width`` elements (C: ``memcpy``, which any target
+        compiles to a vector move when it can)."""
+        a = s.assign
+        return [f"{self.indent_unit * level}memcpy(&{self.access(a.target, 'store')}, "
+                f"&{self.expr(a.value)}, {s.width} * sizeof({self.access(a.target, 'store')}));"]
 
     def stmt_barrier(self, s: kir.Barrier, level: int) -> list[str]:
         return [self.indent_unit * level + self.barrier_text]

@@ -26,11 +26,23 @@ class CudaPrinter(CLikePrinter):
         lin = linearize(acc.index, row_major_strides(decl.shape))
         return f"{const.name}[{self.expr(lin)}]"
 
+    def stmt_vector_copy(self, s: kir.VectorCopy, level: int) -> list[str]:
+        """``*(float4 *)&dst = *(const float4 *)&src;`` (seed 002 §3.4): one 16-byte
+        load and store; the memory plan made both addresses 16-byte aligned."""
+        from ..memory.plan import VECTOR_TYPES
+        a = s.assign
+        arr = a.target.array if a.target.array in self.shared else a.value.array
+        ctype = self.shared[arr].ctype
+        vt = VECTOR_TYPES[ctype]
+        return [f"{self.indent_unit * level}*({vt} *)&{self.access(a.target, 'store')} = "
+                f"*(const {vt} *)&{self.expr(a.value)};"]
+
     def shared_decl(self, decl: kir.SharedDecl) -> str:
-        """Static ``__shared__`` arrays, or, past 48 KB per block, typed pointers into
-        the kernel's dynamic shared memory (``extern __shared__``)."""
+        """Static ``__shared__`` arrays (16-byte aligned, for vector copies), or, past
+        48 KB per block, typed pointers into the kernel's dynamic shared memory
+        (``extern __shared__``)."""
         if not self.kernel.dynamic_shared:
-            return super().shared_decl(decl)
+            return super().shared_decl(decl).replace("__shared__ ", "__shared__ __align__(16) ", 1)
         off = kir.shared_offsets(self.kernel.shared)[0][decl.name]
         inner = "".join(f"[{d}]" for d in decl.shape[1:])
         ptr = f"(*{decl.name}){inner}" if inner else f"*{decl.name}"
@@ -69,7 +81,8 @@ def print_kernel(program: kir.Program, kernel: kir.Kernel) -> str:
 
 def print_cuda(program: kir.Program) -> str:
     """The CUDA translation unit holding every kernel of ``program``."""
-    parts = [f"/* polymagic: CUDA kernels for {program.name} */", PRELUDE_MACROS]
+    parts = [f"/* polymagic: CUDA kernels for {program.name} */", PRELUDE_MACROS,
+             f"#define {kir.ALIGNED16}(p) ((((unsigned long long)(p)) & 15ULL) == 0ULL)\n"]
     parts += [f"__constant__ {c.ctype} {c.name}[{c.capacity}];  /* {c.array}, read-only */\n"
               for c in program.constants.values()]
     parts += [print_kernel(program, k) for k in program.kernels.values()]

@@ -97,6 +97,8 @@ class EmulatorKernelPrinter(CLikePrinter):
         """``{ __auto_type pm_v = value; target op pm_v; }``: the value's loads are
         checked and recorded before the store (so ``S[i] = S[i] + 1`` is a read then
         a write, as on the GPU), and the value keeps its own C type."""
+        if isinstance(s, kir.VectorCopy):
+            return self.stmt_vector_copy(s, level)
         a = s.assign
         mode = "store" if a.op == "=" else "update"
         ind = self.indent_unit * level
@@ -106,6 +108,35 @@ class EmulatorKernelPrinter(CLikePrinter):
 
     def stmt_barrier(self, s: kir.Barrier, level: int) -> list[str]:
         return [f"{self.indent_unit * level}PM_SYNC({int(s.id)});"]
+
+    def aligned_base(self, array: str) -> str:
+        """The device alignment of the array's element 0 (``base``), as the GPU
+        would see it (the host copy's alignment does not matter)."""
+        return f"PM_ALIGNED16({self.array_ids[array]})"
+
+    def _vector_access(self, acc: Access, mode: str, width: int) -> str:
+        """``A[PM_GLDV(aid, site, lin, w, nd, i..)]`` / ``S[PM_SSTV(sid, lin, w, ...)]``:
+        checked like ``width`` element accesses plus the 16-byte alignment of the
+        address; one request (``width`` elements) in the warp transaction counts."""
+        m = "LD" if mode == "load" else "ST"
+        if acc.array in self.shared:
+            lin = self.expr(self.shared_index(acc, self.shared[acc.array]))
+            return (f"{acc.array}[PM_S{m}V({self.shared_ids[acc.array]}, {lin}, {width}, "
+                    f"{self._macro_args(acc, self)})]")
+        decl = self.program.arrays[acc.array]
+        lin = self.expr(self.global_index(acc, decl))
+        site = len(self.sites)
+        self.sites.append((acc.array, mode))
+        return (f"{acc.array}[PM_G{m}V({self.array_ids[acc.array]}, {site}, {lin}, {width}, "
+                f"{self._macro_args(acc, self)})]")
+
+    def stmt_vector_copy(self, s: kir.VectorCopy, level: int) -> list[str]:
+        a = s.assign
+        ind = self.indent_unit * level
+        return [f"{ind}{{", f"{ind}{self.indent_unit}char *pm_src = (char *)&"
+                f"{self._vector_access(a.value, 'load', s.width)};",
+                f"{ind}{self.indent_unit}memcpy(&{self._vector_access(a.target, 'store', s.width)}, "
+                f"pm_src, {s.width} * sizeof({a.target.array}[0]));", f"{ind}}}"]
 
     def unroll_pragma(self, loop: kir.Loop) -> str | None:
         # '#pragma unroll' is nvcc's; the C compiler would warn about it (-Wall)

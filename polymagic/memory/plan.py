@@ -18,7 +18,7 @@ read the buffers), after it, and between compute and copy-out (seed 004 §4.3).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import islpy as isl
 
@@ -50,6 +50,7 @@ class BufferPlan:
     reason: str
     copy_in: isl.Map | None
     copy_out: isl.Map | None
+    vector: int = 0                 # elements per 16-byte copy (0: scalar copies only)
 
     @property
     def nbytes(self) -> int:
@@ -245,13 +246,15 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
                 continue
             kid = kernel.rsplit("kernel", 1)[-1]          # kernel names: pm_kernel<k>
             name = f"sh{kid}_{array}" + (f"_{len(reasons)}" if len(cands) > 1 else "")
-            chosen.append(BufferPlan(name, array, scop.arrays[array].ctype,
-                                     tuple(box.extents), box.lower, prefix,
-                                     [(d.stmt, d.ref) for d in part.spaces], level, why,
-                                     live_in(scop, prefix, part) if written else
-                                     copy_in_hull(part, _array_bounds(scop, array)),
-                                     live_out(scop, prefix, part)))
-            reasons.append(f"{name}[{']['.join(map(str, box.extents))}] per {level} ({why})")
+            buf = vectorise(scop, options, BufferPlan(
+                name, array, scop.arrays[array].ctype, tuple(box.extents), box.lower, prefix,
+                [(d.stmt, d.ref) for d in part.spaces], level, why,
+                live_in(scop, prefix, part) if written else
+                copy_in_hull(part, _array_bounds(scop, array)),
+                live_out(scop, prefix, part)))
+            chosen.append(buf)
+            vec = f", {VECTOR_TYPES[buf.ctype]} copies" if buf.vector else ""
+            reasons.append(f"{name}[{']['.join(map(str, buf.extents))}] per {level} ({why}{vec})")
         mem.decisions.append(f"{kernel}: {array}: " + "; ".join(reasons))
     limit = min(options.shared_mem, MAX_SHARED)
     if options.shared_mem > MAX_SHARED:
@@ -308,6 +311,89 @@ def drop_register_buffers(mem: KernelMemory, kernel: str, options: Options,
 
 # ---- copy code in the schedule tree ---------------------------------------------
 
+#: 16-byte vector types of the element types (seed 002 §3.4: float4/double2 accesses).
+VECTOR_TYPES = {"float": "float4", "double": "double2"}
+VECTOR_BYTES = 16
+
+
+def vector_width(ctype: str) -> int:
+    """Elements per 16-byte vector access (0: no vector type)."""
+    return {"float": 4, "double": 2}.get(ctype, 0)
+
+
+def vectorise(scop: Scop, options: Options, buf: BufferPlan) -> BufferPlan:
+    """Prepare a buffer for 16-byte copies (seed 002 §3.4): its innermost offset
+    ``g`` is rounded down to a multiple of the vector width ``w`` and its row pitch
+    up to one (padding the row when ``g`` is not provably aligned, e.g. jacobi's
+    halo ``32 b - 1``), so that a chunk aligned in the global array (``a ≡ 0 mod w``)
+    is aligned in the buffer too.  Arrays passed as strided views (``Options.layout``)
+    and rows shorter than two vectors keep scalar copies; so does ``--device-mem``
+    (its launch tiling bounds the kernels' accesses by interval arithmetic, too
+    coarse on the chunk loops' thread arithmetic)."""
+    w = vector_width(buf.ctype)
+    if (not options.vector or options.device_mem is not None or w < 2 or not buf.extents or buf.extents[-1] < 2 * w
+            or buf.array in dict(options.layout) or _last_extent(scop, buf.array) is None):
+        return buf
+    g = buf.lower[-1]
+    g_al = g.scale_down_val(isl.Val(w)).floor().scale_val(isl.Val(w))
+    ext = list(buf.extents)
+    if not g.ne_set(g_al).is_empty():
+        ext[-1] += w - 1
+    ext[-1] = -(-ext[-1] // w) * w
+    return replace(buf, lower=list(buf.lower[:-1]) + [g_al], extents=tuple(ext), vector=w)
+
+
+def _last_extent(scop: Scop, array: str) -> str | None:
+    """The array's innermost extent as isl text ("" for 1-d arrays: no row pitch)."""
+    from ..expr import CPrinter
+    shape = scop.arrays[array].shape
+    if len(shape) < 2:
+        return ""
+    text = CPrinter()(shape[-1])
+    try:
+        isl.Set(f"[{', '.join(scop.size_params)}] -> {{ : ({text}) >= 0 }}")
+    except isl.Error:
+        return None
+    return text
+
+
+def split_vector(scop: Scop, buf: BufferPlan, rel: isl.Map) -> tuple[isl.Map | None, isl.Map | None]:
+    """The copy set ``rel`` (``{ [p] -> A[a] }``) as (chunk starts, remainder): a chunk
+    start ``a`` has ``a_last ≡ 0 (mod w)`` and all of ``a .. a + w - 1`` (last dim) in
+    ``rel(p)``, and the array's rows are 16-byte aligned (innermost extent ≡ 0 mod w,
+    a condition on the sizes isl turns into a guard); the remainder is every element
+    of ``rel`` no chunk covers (the row ends, or all of it for other sizes).  The
+    array's base address is checked at run time (``pm_aligned16``) by the lowering."""
+    w = buf.vector
+    n = rel.dim(isl.dim_type.out)
+    if not w or n == 0:
+        return None, rel
+    params = ", ".join(rel.get_space().get_var_names(isl.dim_type.param))
+    name = rel.get_tuple_name(isl.dim_type.out)
+    xs = [f"x{i}" for i in range(n)]
+    tup = f"{name}[{', '.join(xs)}]"
+
+    def shift(j: int) -> isl.Map:
+        ys = xs[:-1] + [f"{xs[-1]} + {j}"]
+        return isl.Map(f"[{params}] -> {{ {tup} -> {name}[{', '.join(ys)}] }}")
+    chunks = rel.intersect_range(isl.Set(f"[{params}] -> {{ {tup} : {xs[-1]} mod {w} = 0 }}"))
+    for j in range(1, w):
+        chunks = chunks.intersect(rel.apply_range(shift(-j)))
+    last = _last_extent(scop, buf.array)
+    if last:
+        pn = ", ".join(scop.size_params)
+        cond = isl.Set(f"[{pn}] -> {{ : ({last}) mod {w} = 0 }}")
+        chunks = chunks.intersect_params(cond.align_params(chunks.get_space().params()))
+    chunks = chunks.coalesce()
+    if chunks.is_empty():
+        return None, rel
+    covered = chunks
+    for j in range(1, w):
+        covered = covered.union(chunks.apply_range(shift(j)))
+    rest = rel.subtract(covered).coalesce()
+    return chunks, (None if rest.is_empty() else rest)
+
+
 def _params(scop: Scop) -> str:
     return ", ".join(scop.size_params + list(kir.THREAD_IDS.values()) +
                      list(kir.BLOCK_IDS.values()))
@@ -317,21 +403,35 @@ def _prefix_dims(node: isl.ScheduleNode) -> int:
     return node.get_schedule_depth()
 
 
-def _thread_filter(stmt: str, np_: int, na: int, block: tuple[int, int, int]) -> str:
-    """Cyclic distribution of the copy loops: innermost dim over threadIdx.x, ..."""
+def _thread_filter(stmt: str, np_: int, na: int, block: tuple[int, int, int],
+                   width: int = 1, row_chunks: int = 1) -> str:
+    """Cyclic distribution of the copy loops: innermost dim over threadIdx.x, ...;
+    with ``width`` > 1 the innermost dim holds chunk starts (multiples of ``width``)
+    and consecutive threads take consecutive chunks (coalesced 16-byte accesses)."""
     conds = []
     axes = [a for a, b in zip("xyz", block) if b > 1] or ["x"]
     dims = [f"a{i}" for i in range(na)]
-    if na == 1 and len(axes) > 1:           # a 1-d buffer: use all threads of the block
+    if width > 1:
+        # chunk c = (row, a_last / w) linearised row-major over the buffer's last two
+        # dims (row_chunks chunks a row) goes to linear thread id c mod T: a warp
+        # takes 32 consecutive chunks, across rows when the rows are short
+        tid, stride = [], 1
+        for a, b in zip("xyz", block):
+            tid.append(f"{stride} * {kir.THREAD_IDS[a]}")
+            stride *= b
+        lin = f"{width * row_chunks} * {dims[-2]} + {dims[-1]}" if na >= 2 else dims[-1]
+        conds.append(f"({lin} - {width} * ({' + '.join(tid)})) mod {width * stride} = 0")
+    elif na == 1 and len(axes) > 1:           # a 1-d buffer: use all threads of the block
         stride = 1
         parts = []
         for a in axes:
-            parts.append(f"{stride} * {kir.THREAD_IDS[a]}")
+            parts.append(f"{stride * width} * {kir.THREAD_IDS[a]}")
             stride *= block["xyz".index(a)]
-        conds.append(f"({dims[0]} - ({' + '.join(parts)})) mod {stride} = 0")
+        conds.append(f"({dims[0]} - ({' + '.join(parts)})) mod {stride * width} = 0")
     else:
-        for a, d in zip(axes, reversed(dims)):
-            conds.append(f"({d} - {kir.THREAD_IDS[a]}) mod {block['xyz'.index(a)]} = 0")
+        for k, (a, d) in enumerate(zip(axes, reversed(dims))):
+            w = width if k == 0 else 1
+            conds.append(f"({d} - {w} * {kir.THREAD_IDS[a]}) mod {block['xyz'.index(a)] * w} = 0")
         for a in axes[len(dims):]:
             conds.append(f"{kir.THREAD_IDS[a]} = 0")
     for a, b in zip("xyz", block):
@@ -349,7 +449,8 @@ def atomic(band: isl.ScheduleNode) -> isl.ScheduleNode:
 
 
 def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
-                block: tuple[int, int, int]) -> isl.ScheduleNode:
+                block: tuple[int, int, int], width: int = 1, row_chunks: int = 1
+                ) -> isl.ScheduleNode:
     """An extension subtree adding ``stmt[p, a]`` for every ``a`` in ``rel(p)``,
     scanned by a band over ``a`` whose innermost dims are distributed over threads."""
     np_ = _prefix_dims(node)
@@ -363,7 +464,7 @@ def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
         members = ", ".join(f"{{ {stmt}[{p}] -> [(a{i})] }}" for i in range(na))
         leaf = leaf.insert_partial_schedule(isl.MultiUnionPwAff(f"[{params}] -> [{members}]"))
         leaf = atomic(leaf)
-    leaf = leaf.insert_filter(isl.UnionSet(f"[{params}] -> " + _thread_filter(stmt, np_, na, block)))
+    leaf = leaf.insert_filter(isl.UnionSet(f"[{params}] -> " + _thread_filter(stmt, np_, na, block, width, row_chunks)))
     return leaf.root()
 
 
@@ -386,6 +487,8 @@ class CopyNamer:
         return f"pm_sync{self.n_sync}"
 
     def copy(self, direction: str, buf: BufferPlan) -> str:
+        """``pm_in_<buf>``/``pm_out_<buf>`` (element copies), ``pm_vin_<buf>``/
+        ``pm_vout_<buf>`` (16-byte chunk copies, see :func:`split_vector`)."""
         name = f"pm_{direction}_{buf.name}"
         self.copies[name] = (direction, buf)
         return name
@@ -404,12 +507,29 @@ def graft_copies(scop: Scop, node: isl.ScheduleNode, buffers: list[BufferPlan],
     node = node.graft_before(_sync_graft(scop, node, namer.sync()))
     if ins:
         for b in ins:
-            node = node.graft_before(_copy_graft(scop, node, namer.copy("in", b),
-                                                 b.copy_in, block))
+            for d, rel, w in _copy_parts(scop, b, b.copy_in, "in"):
+                node = node.graft_before(_copy_graft(scop, node, namer.copy(d, b), rel,
+                                                     block, w, b.extents[-1] // w))
         node = node.graft_before(_sync_graft(scop, node, namer.sync()))
     if outs:
         for b in reversed(outs):
-            node = node.graft_after(_copy_graft(scop, node, namer.copy("out", b),
-                                                b.copy_out, block))
+            for d, rel, w in reversed(_copy_parts(scop, b, b.copy_out, "out")):
+                node = node.graft_after(_copy_graft(scop, node, namer.copy(d, b), rel,
+                                                    block, w, b.extents[-1] // w))
         node = node.graft_after(_sync_graft(scop, node, namer.sync()))
     return node
+
+
+def _copy_parts(scop: Scop, buf: BufferPlan, rel: isl.Map, direction: str
+                ) -> list[tuple[str, isl.Map, int]]:
+    """(direction, set, width) of the copy statements of one buffer: the 16-byte
+    chunks (``v`` + direction) then the element remainder, or the whole set."""
+    if not buf.vector:
+        return [(direction, rel, 1)]
+    chunks, rest = split_vector(scop, buf, rel)
+    out = []
+    if chunks is not None:
+        out.append(("v" + direction, chunks, buf.vector))
+    if rest is not None:
+        out.append((direction, rest, 1))
+    return out

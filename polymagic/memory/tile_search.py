@@ -402,10 +402,12 @@ _WORK: tuple | None = None      # (scop, sched, options, sizes) for forked worke
 
 
 def _sample(tile: tuple[int, ...], bands: bool = False, counts: bool = False) -> dict:
-    """Run the planner at one tile vector; plain data only (crosses processes)."""
+    """Run the planner at one tile vector; plain data only (crosses processes).
+    Vector copies off: their row padding (16-byte pitch) is not affine in the tile
+    sizes; the final plan adds it and re-checks M_up."""
     scop, sched, options, sizes = _WORK
     opts = options.with_(tile=tuple(tile), tile_levels=(tuple(tile),),
-                         keep_register_buffers=True)
+                         keep_register_buffers=True, vector=False)
     mapper = _map(scop, sched, opts)
     out: dict = {"tile": tuple(tile), "kernels": {}}
     for name, plan in mapper.plans.items():
@@ -637,7 +639,7 @@ class TileSearchResult:
     def options(self, options: Options) -> Options:
         """``options`` with the chosen tile sizes."""
         return options.with_(tile=self.tile, tile_levels=(self.tile,),
-                             keep_register_buffers=True)
+                             keep_register_buffers=True, vector=False)
 
     def table(self) -> list[dict]:
         """Every evaluated candidate as plain rows (for a heat map)."""
@@ -838,7 +840,7 @@ def _fallback_default(scop, sched, options: Options) -> tuple[int, ...]:
     """Default sizes of the largest tiled band, from a plain mapping (no planning)."""
     try:
         mapper = _map(scop, sched, options.with_(tile=None, tile_levels=(),
-                                                    keep_register_buffers=True))
+                                                    keep_register_buffers=True, vector=False))
         ms = [(len(p.members), len(p.sub_tiles)) for p in mapper.plans.values() if p.members]
     except Exception:          # noqa: BLE001 - the defaults are only a fallback
         ms = []

@@ -26,7 +26,9 @@ def _stmts(body: list, depth: int, out: list[str]) -> None:
             out.append(f"{pad}{s.var} = {_P(s.value)}")
         elif isinstance(s, kir.Compute):
             a = s.assign
-            out.append(f"{pad}{s.stmt}: {_P(a.target)} {a.op} {_P(a.value)}")
+            vec = f"  /* {s.width} elements, one 16-byte access */" \
+                if isinstance(s, kir.VectorCopy) else ""
+            out.append(f"{pad}{s.stmt}: {_P(a.target)} {a.op} {_P(a.value)}{vec}")
         elif isinstance(s, kir.Barrier):
             out.append(f"{pad}__syncthreads()  /* barrier {s.id} */")
         elif isinstance(s, kir.Launch):

@@ -423,12 +423,14 @@ static void pm_tx_grow(pm_txbucket *b) {
   pm_G.tx_bytes += add;
 }
 
-static inline void pm_tx_record(int site, int mode, const pm_array_info *a, long long lin) {
+/* es: bytes of the access (the element size, or 16 for a vector access) */
+static inline void pm_tx_record(int site, int mode, const pm_array_info *a, long long lin,
+                                long long es) {
   if (pm_G.tx_overflow || site < 0 || site >= pm_G.tx_ns) return;
   if (pm_G.tx_nt == 1) {                  /* one-thread blocks: every access is a request */
     long long addr = a->base + lin * a->esize, *cnt = pm_G.tx + 6 * pm_G.kd->kid;
-    long long sec = 1 + ((addr + a->esize - 1) >> 5 != addr >> 5);
-    long long lines = 1 + ((addr + a->esize - 1) >> 7 != addr >> 7);
+    long long sec = 1 + ((addr + es - 1) >> 5 != addr >> 5);
+    long long lines = 1 + ((addr + es - 1) >> 7 != addr >> 7);
     if (mode != 1) { cnt[0]++; cnt[1] += sec; cnt[2] += lines; }
     if (mode != 0) { cnt[3]++; cnt[4] += sec; cnt[5] += lines; }
     return;
@@ -441,7 +443,7 @@ static inline void pm_tx_record(int site, int mode, const pm_array_info *a, long
   }
   b->addr[b->n++] = a->base + lin * a->esize;
   pm_G.tx_mode[site] = (signed char)mode;
-  pm_G.tx_esize[site] = (int)a->esize;
+  pm_G.tx_esize[site] = (int)es;
 }
 
 static int pm_ll_cmp(const void *x, const void *y) {
@@ -538,7 +540,29 @@ static PM_UNUSED long long pm_gacc(int aid, int site, int mode, long long lin, i
   if (mode != 1) cnt[0]++;
   if (mode != 0) cnt[1]++;
   pm_shadow(&a->shadow[lin], pm_G.lf, mode, "global array", a->name, lin, nd, idx);
-  if (pm_G.tx_ns) pm_tx_record(site, mode, a, lin);
+  if (pm_G.tx_ns) pm_tx_record(site, mode, a, lin, a->esize);
+  return lin;
+}
+
+/* A 16-byte vector access of w elements (seed 002 §3.4: float4/double2) starting at
+ * element lin (last subscript idx[nd-1]): each element is checked and counted like
+ * an element access, the device address must be 16-byte aligned (a misaligned
+ * vector access faults on the GPU: here it is an error, like a bounds error), and
+ * the warp transaction counts see one request of 16 bytes per lane. */
+static PM_UNUSED long long pm_gaccv(int aid, int site, int mode, long long lin, int w, int nd,
+                                    const long long *idx) {
+  pm_array_info *a = &pm_G.arrays[aid];
+  long long addr = a->base + lin * a->esize;
+  if (addr % 16 != 0 || w * a->esize != 16)
+    pm_fail("misaligned vector %s of global array %s: element %lld (device byte offset %lld) "
+            "is not 16-byte aligned", pm_mode_word[mode], a->name, lin, addr);
+  long long j[PM_MAXDIM];
+  for (int k = 0; k < nd && k < PM_MAXDIM; k++) j[k] = idx[k];
+  for (int e = 0; e < w; e++) {
+    if (nd > 0) j[nd - 1] = idx[nd - 1] + e;
+    pm_gacc(aid, -1, mode, lin + e, nd, j);
+  }
+  if (pm_G.tx_ns) pm_tx_record(site, mode, a, lin, 16);
   return lin;
 }
 
@@ -563,12 +587,32 @@ static PM_UNUSED long long pm_sacc(int sid, int mode, long long lin, int nd, con
   return lin;
 }
 
+/* A 16-byte vector access of w elements of a shared buffer (see pm_gaccv). */
+static PM_UNUSED long long pm_saccv(int sid, int mode, long long lin, int w, int nd,
+                                    const long long *idx) {
+  const pm_shared_desc *d = &pm_G.kd->shared[sid];
+  if ((lin * (long long)d->elem_size) % 16 != 0 || w * (long long)d->elem_size != 16)
+    pm_fail("misaligned vector %s of shared buffer %s: element %lld is not 16-byte aligned",
+            pm_mode_word[mode], d->name, lin);
+  long long j[PM_MAXDIM];
+  for (int k = 0; k < nd && k < PM_MAXDIM; k++) j[k] = idx[k];
+  for (int e = 0; e < w; e++) {
+    if (nd > 0) j[nd - 1] = idx[nd - 1] + e;
+    pm_sacc(sid, mode, lin + e, nd, j);
+  }
+  return lin;
+}
+
 #define PM_GLD(aid, site, lin, nd, ...) pm_gacc((aid), (site), 0, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #define PM_GST(aid, site, lin, nd, ...) pm_gacc((aid), (site), 1, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #define PM_GUP(aid, site, lin, nd, ...) pm_gacc((aid), (site), 2, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #define PM_SLD(sid, lin, nd, ...) pm_sacc((sid), 0, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #define PM_SST(sid, lin, nd, ...) pm_sacc((sid), 1, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #define PM_SUP(sid, lin, nd, ...) pm_sacc((sid), 2, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
+#define PM_GLDV(aid, site, lin, w, nd, ...) pm_gaccv((aid), (site), 0, (long long)(lin), (w), (nd), (const long long[]){__VA_ARGS__})
+#define PM_GSTV(aid, site, lin, w, nd, ...) pm_gaccv((aid), (site), 1, (long long)(lin), (w), (nd), (const long long[]){__VA_ARGS__})
+#define PM_SLDV(sid, lin, w, nd, ...) pm_saccv((sid), 0, (long long)(lin), (w), (nd), (const long long[]){__VA_ARGS__})
+#define PM_SSTV(sid, lin, w, nd, ...) pm_saccv((sid), 1, (long long)(lin), (w), (nd), (const long long[]){__VA_ARGS__})
 #else
 #define PM_GLD(aid, site, lin, nd, ...) (lin)
 #define PM_GST(aid, site, lin, nd, ...) (lin)
@@ -576,6 +620,10 @@ static PM_UNUSED long long pm_sacc(int sid, int mode, long long lin, int nd, con
 #define PM_SLD(sid, lin, nd, ...) (lin)
 #define PM_SST(sid, lin, nd, ...) (lin)
 #define PM_SUP(sid, lin, nd, ...) (lin)
+#define PM_GLDV(aid, site, lin, w, nd, ...) (lin)
+#define PM_GSTV(aid, site, lin, w, nd, ...) (lin)
+#define PM_SLDV(sid, lin, w, nd, ...) (lin)
+#define PM_SSTV(sid, lin, w, nd, ...) (lin)
 #endif
 
 /* End of a barrier phase: report a deferred uninitialised shared read. */
@@ -741,6 +789,10 @@ static void pm_run_block(const pm_kernel_desc *kd, const void *args, pm_blockctx
 }
 
 /* ---- launches ---------------------------------------------------------------------- */
+
+/* The vector copies' run-time guard: element 0 of array aid is 16-byte aligned on
+ * the device (its byte offset in its 256-byte aligned allocation). */
+#define PM_ALIGNED16(aid) ((pm_G.arrays[(aid)].base % 16) == 0)
 
 static size_t pm_shared_bytes(const pm_kernel_desc *kd) {
   size_t n = 0;

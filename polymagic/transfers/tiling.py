@@ -157,6 +157,8 @@ def kernel_references(program: kir.Program, kernel: str, ints: Mapping[str, int]
                     if program.arrays[acc.array].kind != "param":
                         continue
                     ivs = [_iv(i, env) for i in acc.index]
+                    if isinstance(s, kir.VectorCopy) and ivs:     # width elements on
+                        ivs[-1] = (ivs[-1][0], ivs[-1][1] + s.width - 1)
                     if any(lo in (INF, -INF) or hi in (INF, -INF) for lo, hi in ivs):
                         raise NotAnalysable(acc.array)
                     out.append(Reference(acc.array, Box(tuple(int(ceil(lo)) for lo, _ in ivs),
