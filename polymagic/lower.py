@@ -629,7 +629,7 @@ def _plan_summary(kname: str, plan: KernelPlan) -> str:
     if plan.per_thread:       # the third tiling level (seed 000 §4.1): points per thread
         many = any(p > 1 for p in plan.per_thread)
         seq += f"; per thread: {' x '.join(map(str, plan.per_thread))} point{'s' if many else ''}"
-        if plan.sub_tiles:
+        if plan.jammed:
             seq += " (point loops unrolled and jammed inside the sub-tile loops)"
     return f"{kname} [{stmts}]: " + ", ".join(parts) + seq
 

@@ -68,7 +68,8 @@ class KernelPlan:
     threads: tuple[int, int, int] | None = None   # block dims when not those of members
     text: str = ""                                 # summary when not derived from members
     local: "object | None" = None        # memory.localcode.LocalPlan (--localise, seed 001)
-    per_thread: tuple[int, ...] = ()     # points per thread per member (--tile T:t), jammed
+    per_thread: tuple[int, ...] = ()     # points per thread per member (--tile T:t)
+    jammed: bool = False                 # its point loops moved inside the sub-tile loops
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -383,8 +384,11 @@ class _Mapper:
                                  node.get_schedule_depth())
         if self.per_thread is not None:
             plan.per_thread = tuple(-(-mm.tile // mm.threads) for mm in members)
-            if s and inner.get_type() == isl.schedule_node_type.band:
+            # only over rectangular tiles: jamming a skewed band's point loops let two
+            # threads write one element in a barrier phase (fuzz finding 23)
+            if s and inner.get_type() == isl.schedule_node_type.band and rectangular:
                 inner = self.jam_point_band(inner, m, s)
+                plan.jammed = True
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(_id_bounds(thread_ctx)))
