@@ -70,7 +70,7 @@ def test_jacobi2d_loads_drop_by_the_halo_ratio():
     sizes = {"tsteps": 2, "n": 66}
     opts = Options(sizes=sizes, target="emulator")
     c, r = _compile_run("jacobi-2d", sizes)
-    mapping = map_schedule(c.scop, c.schedule, opts)
+    mapping = map_schedule(c.scop, c.schedule, opts.with_(vector=True))
     bufs = [b for p in mapping.plans.values() if p.memory for b in p.memory.buffers]
     # rows padded to 36 for double2 copies: the offset 32 b - 1 rounds down to 32 b - 2
     assert sorted((b.array, b.extents) for b in bufs) == [("A", (34, 36)), ("B", (34, 36))]

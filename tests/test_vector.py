@@ -47,7 +47,7 @@ def _src(name: str, ctype: str) -> str:
 
 
 def _opts(name: str, sizes: dict, tile: str | None, **kw) -> Options:
-    args = "--target emulator"
+    args = "--target emulator --vector"        # opt-in (fuzz finding 24)
     if tile:
         if name == "jacobi-2d":          # a 2-d band: block tile and points per thread
             tile = "64,64:4,4"
@@ -226,5 +226,6 @@ def test_emulator_rejects_a_misaligned_vector_access():
 
 def test_no_vector_option():
     assert parse_options("--no-vector").vector is False
-    assert Options().vector is True
-    assert Options().key() != Options(vector=False).key()
+    assert parse_options("--vector").vector is True
+    assert Options().vector is False                  # opt-in until finding 24 is fixed
+    assert Options().key() != Options(vector=True).key()
