@@ -69,6 +69,7 @@ class KernelPlan:
     text: str = ""                                 # summary when not derived from members
     local: "object | None" = None        # memory.localcode.LocalPlan (--localise, seed 001)
     per_thread: tuple[int, ...] = ()     # points per thread per member (--tile T:t), jammed
+    specialised: dict = field(default_factory=dict)  # sizes the kernel's domain is fixed to
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -218,6 +219,7 @@ class _Mapper:
         if plan.local.buffers:
             x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
         node = x.ancestor(x.get_tree_depth() - depth)
+        plan.specialised = {k: int(v) for k, v in sizes.items()}
         self.plans[name] = plan
         if sizes:
             node = node.parent()
