@@ -49,3 +49,53 @@ def thread_map(node: isl.ScheduleNode, threads: int, sync, bounds: isl.Set
             node = thread_map(node.child(i), threads, sync, bounds)
             node = node.ancestor(node.get_tree_depth() - depth)
     return node.ancestor(node.get_tree_depth() - depth)
+
+
+def time_tiling_band(scop, deps) -> tuple[isl.MultiUnionPwAff | None, str]:
+    """The skewed, fully permutable outer band a time-tiled mapping would tile (issue 5),
+    or ``None`` and why not.
+
+    isl's scheduler is asked with outer coincidence off and whole components (the
+    Pluto-style objective, seed 004 §4.1's outermost permutable band): for jacobi-1d
+    it finds ``(t, 2t + i)`` / ``(t, 1 + 2t + i)``, for seidel-2d ``(t, t + i, 2t + i + j)``.
+    Rectangular tiles of such a band are legal (every dependence distance is
+    non-negative in every member), and a wavefront over the tile band gives parallel
+    tiles.  Multi-block time tiling itself is planned; the mapping keeps the host loop.
+    """
+    from .schedule import configure
+    ctx = scop.context.get_ctx()
+    configure(ctx)
+    outer, whole = ctx.get_schedule_outer_coincidence(), ctx.get_schedule_whole_component()
+    ctx.set_schedule_outer_coincidence(0)
+    ctx.set_schedule_whole_component(1)
+    try:
+        sc = isl.ScheduleConstraints.on_domain(scop.domain.intersect_params(scop.context))
+        sc = sc.set_context(scop.context).set_validity(deps.validity)
+        sc = sc.set_proximity(deps.validity)
+        node = sc.compute_schedule().get_root().child(0)
+    except isl.Error as e:
+        return None, f"isl's scheduler found no schedule ({str(e).split(' in isl_')[0]})"
+    finally:
+        ctx.set_schedule_outer_coincidence(outer)
+        ctx.set_schedule_whole_component(whole)
+    if node.get_type() != isl.schedule_node_type.band:
+        return None, "the outer schedule node is not a band (statements in sequence)"
+    if node.band_n_member() < 2 or not node.band_get_permutable():
+        return None, "no permutable band of two or more loops holds the time loop"
+    return node.band_get_partial_schedule(), "permutable"
+
+
+def band_legal_for_tiling(band: isl.MultiUnionPwAff, validity: isl.UnionMap) -> bool:
+    """Every dependence's distance is >= 0 in every member of ``band`` (the condition
+    for rectangular tiling of a permutable band), checked with isl."""
+    for k in range(band.dim(isl.dim_type.out)):
+        f = isl.UnionMap.from_union_pw_aff(band.get_at(k))
+        # pairs (source value, sink value) of member k over the dependences
+        pairs = f.reverse().apply_range(validity).apply_range(f)
+        delta = pairs.deltas()
+        if not delta.is_empty():
+            neg = delta.intersect(isl.UnionSet(
+                isl.Set("{ [d] : d < 0 }").align_params(delta.get_space())))
+            if not neg.is_empty():
+                return False
+    return True
