@@ -99,3 +99,63 @@ def band_legal_for_tiling(band: isl.MultiUnionPwAff, validity: isl.UnionMap) -> 
             if not neg.is_empty():
                 return False
     return True
+
+
+def wavefront_tile_map(band: isl.MultiUnionPwAff, tiles: tuple[int, ...],
+                       order: list[str] | None = None,
+                       domain: isl.UnionSet | None = None) -> isl.UnionMap:
+    """The schedule of a time-tiled, wavefront-launched mapping of ``band`` (issue 5):
+    ``S[x] -> [w, c_1, ..., c_{m-1}, b_0, ..., b_{m-1}]`` with tile coordinates
+    ``c_k = floor(b_k / T_k)``, the wavefront ``w = c_0 + ... + c_{m-1}`` (a host loop of
+    launches), ``c_1..c_{m-1}`` over blocks, then the points (``b_0`` = the skewed time
+    loop, sequential inside a block), then the position of the statement in ``order``
+    (source order: instances the band does not separate, e.g. jacobi-1d's S0(t, i) and
+    S1(t, i - 1), run in that order); restricted to ``domain`` when given."""
+    m = band.dim(isl.dim_type.out)
+    if len(tiles) != m or any(t < 1 for t in tiles):
+        raise ValueError(f"need {m} positive tile sizes, got {tiles}")
+    bs = [f"b{k}" for k in range(m)]
+    cs = [f"floor(b{k}/{tiles[k]})" for k in range(m)]
+    out = [" + ".join(cs)] + cs[1:] + bs
+    tmap = isl.Map(f"{{ [{', '.join(bs)}] -> [{', '.join(out)}] }}")
+    sched = isl.UnionMap.from_multi_union_pw_aff(band)
+    if domain is not None:
+        sched = sched.intersect_domain(domain)
+    sched = sched.apply_range(isl.UnionMap(tmap.align_params(sched.get_space())))
+    dom = band.domain()
+    pos = isl.UnionMap.empty(sched.get_space())
+    sets: list[isl.Set] = []
+    dom.foreach_set(sets.append)
+    names = order or sorted((s.get_tuple_name() for s in sets),
+                            key=lambda x: (len(x), x))      # S2 before S10
+    for s in sets:
+        k = names.index(s.get_tuple_name())
+        one = isl.Map.from_domain_and_range(
+            s, isl.Set(f"{{ [{k}] }}").align_params(s.get_space()))
+        pos = pos.union(isl.UnionMap(one))
+    return _flat(sched, pos)
+
+
+def _flat(a: isl.UnionMap, b: isl.UnionMap) -> isl.UnionMap:
+    """``S[x] -> [a(x), b(x)]`` from ``S[x] -> [a(x)]`` and ``S[x] -> [b(x)]``."""
+    return a.flat_range_product(b)
+
+
+def wavefront_legal(sched: isl.UnionMap, validity: isl.UnionMap, m: int) -> tuple[bool, bool]:
+    """(legal, tiles_parallel) of :func:`wavefront_tile_map`'s schedule, with isl: every
+    dependence goes lexicographically forward, and two dependent instances in the
+    same wavefront ``w`` lie in the same tile (the tiles of one launch are parallel)."""
+    pairs = sched.reverse().apply_range(validity).apply_range(sched)
+    delta = pairs.deltas()
+    n = 2 * m + 1
+    ds = [f"d{k}" for k in range(n)]
+    back = " or ".join(
+        "(" + " and ".join([f"d{j} = 0" for j in range(k)] + [f"d{k} < 0"]) + ")"
+        for k in range(n))
+    zero = " and ".join(f"d{k} = 0" for k in range(n))
+    bad = isl.Set(f"{{ [{', '.join(ds)}] : {back} or ({zero}) }}")
+    legal = delta.intersect(isl.UnionSet(bad.align_params(delta.get_space()))).is_empty()
+    cross = " or ".join(f"d{k} != 0" for k in range(1, m)) or "false"
+    same_w = isl.Set(f"{{ [{', '.join(ds)}] : d0 = 0 and ({cross}) }}")
+    parallel = delta.intersect(isl.UnionSet(same_w.align_params(delta.get_space()))).is_empty()
+    return legal, parallel

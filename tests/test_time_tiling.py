@@ -84,3 +84,54 @@ def test_no_time_band_for_a_plain_loop_nest():
     # gemm's band is permutable too (no time loop needed): the analysis only says
     # whether a permutable band exists
     assert band is None or band.dim(isl.dim_type.out) >= 2
+
+
+def _wavefronts(sched, fixed):
+    """Distinct wavefront values w (the host launches a wavefront mapping would make)."""
+    ctx_set = isl.Set(fixed)
+    w = sched.intersect_params(ctx_set.align_params(sched.get_space())).range()
+    sets = []
+    w.foreach_set(sets.append)
+    first = sets[0].project_out(isl.dim_type.set, 1, sets[0].dim(isl.dim_type.set) - 1)
+    for s in sets[1:]:
+        first = first.union(s.project_out(isl.dim_type.set, 1, s.dim(isl.dim_type.set) - 1))
+    first = first.coalesce()
+    return first.dim_max_val(0).to_python() - first.dim_min_val(0).to_python() + 1
+
+
+@pytest.mark.parametrize("name,tiles,fixed,host_launches", [
+    ("jacobi-1d.c", (4, 16), "[tsteps, n] -> { : tsteps = 22 and n = 100 }", 44),
+    ("jacobi-1d.c", (8, 32), "[tsteps, n] -> { : tsteps = 17 and n = 77 }", 34),
+    ("jacobi-2d.c", (4, 16, 16), "[tsteps, n] -> { : tsteps = 40 and n = 50 }", 80),
+    ("seidel-2d.c", (4, 16, 16), "[tsteps, n] -> { : tsteps = 9 and n = 40 }", None),
+])
+def test_wavefront_of_time_tiles_is_legal_and_launches_fewer(name, tiles, fixed,
+                                                             host_launches):
+    """Time-skewed tiles of isl's permutable band, one launch per wavefront: legal (all
+    dependences forward) and the tiles of one wavefront independent, checked with isl;
+    the wavefronts are far fewer than the host loop's launches (one per statement per
+    step).  The mapping that emits these kernels is planned."""
+    from polymagic.timeblock import time_tiling_band, wavefront_legal, wavefront_tile_map
+    scop, deps = _scop_deps(name)
+    band, _ = time_tiling_band(scop, deps)
+    m = band.dim(isl.dim_type.out)
+    sched = wavefront_tile_map(band, tiles, domain=scop.domain)
+    assert wavefront_legal(sched, deps.validity, m) == (True, True)
+    fronts = _wavefronts(sched, fixed)
+    if host_launches is not None:
+        assert fronts < host_launches / 2, (fronts, host_launches)
+    if fixed.endswith("tsteps = 22 and n = 100 }"):
+        # by hand: c0 = floor(t/4) in 0..5, b1 = 2t + i (+1 for S1) in 1..141 so
+        # c1 = floor(b1/16) in 0..8: w = c0 + c1 in 0..13
+        assert fronts == 14
+
+
+def test_wavefront_of_the_unskewed_band_is_refused():
+    from polymagic.timeblock import wavefront_legal, wavefront_tile_map
+    scop, deps = _scop_deps("jacobi-1d.c")
+    plain = isl.MultiUnionPwAff(
+        "[tsteps, n] -> [{ S0[t, i] -> [(t)]; S1[t, i] -> [(t)] }, "
+        "{ S0[t, i] -> [(i)]; S1[t, i] -> [(i)] }]")
+    assert wavefront_legal(wavefront_tile_map(plain, (4, 8)), deps.validity, 2) == (False, False)
+    with pytest.raises(ValueError, match="positive tile sizes"):
+        wavefront_tile_map(plain, (4,))
