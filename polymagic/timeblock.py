@@ -159,3 +159,45 @@ def wavefront_legal(sched: isl.UnionMap, validity: isl.UnionMap, m: int) -> tupl
     same_w = isl.Set(f"{{ [{', '.join(ds)}] : d0 = 0 and ({cross}) }}")
     parallel = delta.intersect(isl.UnionSet(same_w.align_params(delta.get_space()))).is_empty()
     return legal, parallel
+
+
+def time_tiled_schedule(scop, deps, sizes: tuple[int, ...]
+                        ) -> tuple[isl.Schedule | None, str]:
+    """The schedule tree of a time-tiled mapping (``--time-tiling T[,S1,...]``, issue 5),
+    or ``None`` and why not: a band ``[w]`` (the wavefront, not coincident: a host loop
+    of launches), a band of the other tile coordinates (coincident: blocks and threads,
+    one tile per thread), and the points of the tile with the skewed time loop first
+    (sequential inside the thread), then the statement order.  Legality and the
+    independence of one wavefront's tiles are checked with isl
+    (:func:`wavefront_legal`) before the tree is returned."""
+    from .schedule import configure
+    band, why = time_tiling_band(scop, deps)
+    if band is None:
+        return None, why
+    m = band.dim(isl.dim_type.out)
+    tiles = (tuple(sizes) + (32,) * m)[:m] if len(sizes) < m else tuple(sizes[:m])
+    if len(sizes) > m:
+        return None, f"{len(sizes)} tile sizes for a {m}-loop time band"
+    full = wavefront_tile_map(band, tiles, domain=scop.domain)
+    legal, parallel = wavefront_legal(full, deps.validity, m)
+    if not (legal and parallel):
+        return None, "the wavefront of time tiles would break a dependence"
+    n = 2 * m + 1
+
+    def part(lo: int, hi: int) -> isl.MultiUnionPwAff:
+        pm = isl.Map("{ [%s] -> [%s] }" % (", ".join(f"d{k}" for k in range(n)),
+                                            ", ".join(f"d{k}" for k in range(lo, hi))))
+        return isl.MultiUnionPwAff.from_union_map(
+            full.apply_range(isl.UnionMap(pm.align_params(full.get_space()))))
+    configure(scop.context.get_ctx())
+    node = isl.Schedule.from_domain(scop.domain.intersect_params(scop.context)).get_root()
+    node = node.child(0).insert_partial_schedule(part(m, n))
+    if m > 1:
+        node = node.insert_partial_schedule(part(1, m))
+        for k in range(m - 1):
+            node = node.band_member_set_coincident(k, True)
+    node = node.insert_partial_schedule(part(0, 1))
+    text = ", ".join(str(t) for t in tiles)
+    return node.get_schedule(), (f"time tiling: tiles {text} of isl's skewed band, one "
+                                 "launch per wavefront, each thread runs one tile with "
+                                 "the time loop sequential (checked legal with isl)")
