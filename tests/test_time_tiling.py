@@ -135,3 +135,60 @@ def test_wavefront_of_the_unskewed_band_is_refused():
     assert wavefront_legal(wavefront_tile_map(plain, (4, 8)), deps.validity, 2) == (False, False)
     with pytest.raises(ValueError, match="positive tile sizes"):
         wavefront_tile_map(plain, (4,))
+
+
+# ---- --time-tiling: generated code through the existing mapping ---------------------
+
+def _tt(name, sizes, tiles, extra=()):
+    opts = ["--size", sizes, "--target", "emulator", *extra]
+    if tiles:
+        opts += ["--time-tiling", tiles]
+    options = parse_options(opts)
+    from polymagic.runtime.run import run
+    compiled = compile_source((EXAMPLES / name).read_text(), options)
+    return compiled, run(compiled, options, {})
+
+
+@pytest.mark.parametrize("sizes,tiles", [("tsteps=22,n=100", "4,16"),
+                                         ("tsteps=7,n=53", "4,16"),   # 7 % 4, 53 % 16
+                                         ("tsteps=1,n=5", "4,16"),
+                                         ("tsteps=13,n=97", "5,24")])
+def test_jacobi_1d_time_tiled_matches_cpu_with_a_launch_per_wavefront(sizes, tiles):
+    compiled, rep = _tt("jacobi-1d.c", sizes, tiles)
+    assert rep.ok and rep.checked, rep
+    steps = int(sizes.split(",")[0].split("=")[1])
+    assert any(n.startswith("time tiling: tiles") for n in compiled.notes)
+    assert rep.launches < 2 * steps or steps == 1   # host loop: 2 launches per step
+    if sizes == "tsteps=22,n=100":
+        assert rep.launches <= 15                   # 14 wavefronts (test above), +1 bound
+
+
+def test_seidel_2d_time_tiled_matches_cpu():
+    compiled, rep = _tt("seidel-2d.c", "tsteps=5,n=23", "2,8,8")
+    assert rep.ok and rep.checked
+    assert rep.launches < 5 * 21                    # host order: a launch per wavefront of points
+
+
+def test_time_tiling_refused_with_a_note_keeps_the_host_loop():
+    compiled, rep = _tt("sor-1d-seq.c", "m=7,n=30", "4,4,4,4")
+    assert rep.ok
+    assert any(n.startswith("--time-tiling not applied") for n in compiled.notes)
+
+
+def test_time_tiling_options():
+    assert parse_options("--time-tiling 4,16").time_tiling == (4, 16)
+    assert parse_options("--time-tiling 4 --no-time-tiling").time_tiling == ()
+    assert parse_options("").time_tiling == ()
+    assert parse_options("--time-tiling 4").key() != parse_options("").key()
+    from polymagic.errors import OptionsError
+    for bad in ("--time-tiling 0", "--time-tiling x"):
+        with pytest.raises(OptionsError):
+            parse_options(bad)
+
+
+def test_time_tiled_cuda_compiles_with_nvrtc():
+    from polymagic.codegen.nvrtc import compile_cuda
+    compiled = compile_source((EXAMPLES / "jacobi-1d.c").read_text(),
+                              parse_options(["--time-tiling", "4,16"]))
+    ptx = compile_cuda(compiled.cuda, "compute_80").decode(errors="replace")
+    assert all(f".entry {k}" in ptx for k in compiled.program.kernels)
