@@ -60,7 +60,7 @@ def time_tiling_band(scop, deps) -> tuple[isl.MultiUnionPwAff | None, str]:
     it finds ``(t, 2t + i)`` / ``(t, 1 + 2t + i)``, for seidel-2d ``(t, t + i, 2t + i + j)``.
     Rectangular tiles of such a band are legal (every dependence distance is
     non-negative in every member), and a wavefront over the tile band gives parallel
-    tiles.  Multi-block time tiling itself is planned; the mapping keeps the host loop.
+    tiles (:func:`time_tiled_schedule`, ``--time-tiling``).
     """
     from .schedule import configure
     ctx = scop.context.get_ctx()

@@ -3,9 +3,9 @@
 ``--localise t`` naming a host time loop runs the loop inside one block (seed 001 §5,
 :mod:`polymagic.timeblock`), with the kernel specialised to the ``--size`` values;
 the rerunnable callable refuses other values with a one-line error instead of a
-failed check.  Time tiling over many blocks (time-skewed tiles launched by
-wavefront) is planned; :func:`polymagic.timeblock.time_band_permutable` says
-whether isl's schedule makes it legal (the band holding ``t`` is permutable).
+failed check.  ``--time-tiling T[,S..]`` tiles isl's skewed permutable band and
+launches one kernel per wavefront of tiles (:func:`polymagic.timeblock.time_tiled_schedule`),
+each thread running one tile with ``t`` sequential; legality is checked with isl.
 """
 from __future__ import annotations
 
