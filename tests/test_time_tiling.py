@@ -192,3 +192,12 @@ def test_time_tiled_cuda_compiles_with_nvrtc():
                               parse_options(["--time-tiling", "4,16"]))
     ptx = compile_cuda(compiled.cuda, "compute_80").decode(errors="replace")
     assert all(f".entry {k}" in ptx for k in compiled.program.kernels)
+
+
+def test_time_tiling_too_costly_is_a_one_line_error():
+    """jacobi-2d's skewed 3-d tiles: isl's AST generation exceeds the budget, a clear
+    error instead of minutes of work (the legality test above still holds)."""
+    from polymagic.errors import CompileError
+    with pytest.raises(CompileError, match="--time-tiling: .*--no-time-tiling"):
+        compile_source((EXAMPLES / "jacobi-2d.c").read_text(),
+                       parse_options(["--size", "tsteps=9,n=37", "--time-tiling", "3,8,8"]))
