@@ -167,6 +167,9 @@ class Program:
     kernels: dict[str, Kernel]
     dtype_of_index: str = "int"
     constants: dict[str, ConstantDecl] = field(default_factory=dict)   # by array name
+    # size values a kernel is specialised to (a time loop inside one block, --localise t):
+    # running at other values is refused with a one-line error (runtime.run.execute)
+    specialised: dict[str, int] = field(default_factory=dict)
 
     def launches(self) -> list[Launch]:
         return [s for s in walk(self.host) if isinstance(s, Launch)]

@@ -659,7 +659,9 @@ def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
     arrays = {n: kir.ArrayDecl(n, a.ctype, a.shape, kind=a.kind) for n, a in scop.arrays.items()}
     scalars = {p.name: p.ctype for p in scop.scalar_params}
     return kir.Program(scop.name, arrays, scop.size_params, scalars, host, low.kernels,
-                       constants=dict(mapping.constants))
+                       constants=dict(mapping.constants),
+                       specialised={k: v for p in mapping.plans.values()
+                                    for k, v in getattr(p, "specialised", {}).items()})
 
 
 

@@ -42,6 +42,8 @@ DEFAULT_BLOCKS = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
 DEFAULT_SUB_TILE = 16
 #: isl operations the AST generation with copy code may take before buffers are dropped
 LOWER_OPERATIONS = 20_000_000
+#: the same for the AST of skewed time tiles (--time-tiling)
+TIME_TILING_OPERATIONS = 3_000_000
 MARK_PREFIX = "pm_kernel"
 _ALL_IDS = list(kir.THREAD_IDS.values()) + list(kir.BLOCK_IDS.values())
 
@@ -70,6 +72,7 @@ class KernelPlan:
     local: "object | None" = None        # memory.localcode.LocalPlan (--localise, seed 001)
     per_thread: tuple[int, ...] = ()     # points per thread per member (--tile T:t)
     jammed: bool = False                 # its point loops moved inside the sub-tile loops
+    specialised: dict = field(default_factory=dict)  # sizes the kernel's domain is fixed to
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -238,6 +241,7 @@ class _Mapper:
         if plan.local.buffers:
             x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
         node = x.ancestor(x.get_tree_depth() - depth)
+        plan.specialised = {k: int(v) for k, v in sizes.items()}
         self.plans[name] = plan
         if sizes:
             node = node.parent()
@@ -820,6 +824,16 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
                         f"than {LOWER_OPERATIONS} isl operations"]
             mapping = map_schedule(scop, sched, options.with_(shared="none"))
             program = lower(scop, mapping)
+    elif options.time_tiling:
+        # isl's AST generation over skewed tiles of 3+ loops can take minutes (jacobi-2d)
+        try:
+            with OperationBudget(scop.context.get_ctx(), TIME_TILING_OPERATIONS):
+                program = lower(scop, mapping)
+        except isl.Error:
+            from .errors import CompileError
+            raise CompileError(f"--time-tiling: generating the code of the skewed tiles took "
+                               f"more than {TIME_TILING_OPERATIONS} isl operations; use "
+                               "--no-time-tiling (the host time loop)") from None
     else:
         program = lower(scop, mapping)
     launches = program.launches()

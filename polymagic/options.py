@@ -48,6 +48,8 @@ class Options:
     # localisation along a sequential loop (seed 001)
     localise: tuple[str, int] | None = None       # --localise LOOP[:w]; None: off
     reorg: str = "auto"                           # auto | move | modulo (seed 001 §4.4)
+    # --time-tiling T[,S1,...]: time-skewed tiles launched by wavefront (issue 5); () off
+    time_tiling: tuple[int, ...] = ()
     # host<->device transfers and Python input (seed 002)
     device_mem: int | None = None                 # bytes of device memory kernels may use
     python: bool = False                          # the cell holds a Python function
@@ -65,6 +67,7 @@ class Options:
         return (self.tile, self.block, self.mapping, self.reductions, self.shared, self.shared_mem, self.registers,
                 self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
                 self.localise, self.reorg, self.layout, self.keep_register_buffers, self.vector,
+                self.time_tiling,
                 tuple(sorted(self.sizes.items())) if self.tile_auto or self.localise else None)
 
     def with_(self, **kw) -> "Options":
@@ -169,6 +172,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="keep what the sequential loop LOOP reuses in shared memory, with a "
                         "window of w steps (seed 001)")
     p.add_argument("--no-localise", dest="localise", action="store_const", const=None)
+    p.add_argument("--time-tiling", metavar="T[,S1,...]", default=None,
+                   help="time-skewed tiles of the stencil's time band (T time steps, S spatial "
+                        "points, default 32), one launch per wavefront (off by default)")
+    p.add_argument("--no-time-tiling", dest="time_tiling", action="store_const", const=None)
     p.add_argument("--reorg", default="auto", choices=("auto", "move", "modulo"),
                    help="localised data between steps: in-situ moves or modulo addressing")
     p.add_argument("--device-mem", metavar="512MB", help="device memory the kernels may use")
@@ -222,6 +229,7 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
         raise OptionsError(f"--autotune-budget must be a positive number of seconds, got "
                            f"{ns.autotune_budget}")
     return Options(localise=_localise(ns.localise), reorg=ns.reorg,
+                   time_tiling=_ints(ns.time_tiling, "--time-tiling") if ns.time_tiling else (),
                    sizes=parse_sizes(ns.size), inputs=ns.inputs, seed=ns.seed,
                    target=ns.target, tile=levels[0] if levels else None, tile_levels=levels,
                    tile_auto=tile_auto,

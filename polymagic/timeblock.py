@@ -49,3 +49,155 @@ def thread_map(node: isl.ScheduleNode, threads: int, sync, bounds: isl.Set
             node = thread_map(node.child(i), threads, sync, bounds)
             node = node.ancestor(node.get_tree_depth() - depth)
     return node.ancestor(node.get_tree_depth() - depth)
+
+
+def time_tiling_band(scop, deps) -> tuple[isl.MultiUnionPwAff | None, str]:
+    """The skewed, fully permutable outer band a time-tiled mapping would tile (issue 5),
+    or ``None`` and why not.
+
+    isl's scheduler is asked with outer coincidence off and whole components (the
+    Pluto-style objective, seed 004 §4.1's outermost permutable band): for jacobi-1d
+    it finds ``(t, 2t + i)`` / ``(t, 1 + 2t + i)``, for seidel-2d ``(t, t + i, 2t + i + j)``.
+    Rectangular tiles of such a band are legal (every dependence distance is
+    non-negative in every member), and a wavefront over the tile band gives parallel
+    tiles (:func:`time_tiled_schedule`, ``--time-tiling``).
+    """
+    from .schedule import configure
+    ctx = scop.context.get_ctx()
+    configure(ctx)
+    outer, whole = ctx.get_schedule_outer_coincidence(), ctx.get_schedule_whole_component()
+    ctx.set_schedule_outer_coincidence(0)
+    ctx.set_schedule_whole_component(1)
+    try:
+        sc = isl.ScheduleConstraints.on_domain(scop.domain.intersect_params(scop.context))
+        sc = sc.set_context(scop.context).set_validity(deps.validity)
+        sc = sc.set_proximity(deps.validity)
+        node = sc.compute_schedule().get_root().child(0)
+    except isl.Error as e:
+        return None, f"isl's scheduler found no schedule ({str(e).split(' in isl_')[0]})"
+    finally:
+        ctx.set_schedule_outer_coincidence(outer)
+        ctx.set_schedule_whole_component(whole)
+    if node.get_type() != isl.schedule_node_type.band:
+        return None, "the outer schedule node is not a band (statements in sequence)"
+    if node.band_n_member() < 2 or not node.band_get_permutable():
+        return None, "no permutable band of two or more loops holds the time loop"
+    return node.band_get_partial_schedule(), "permutable"
+
+
+def band_legal_for_tiling(band: isl.MultiUnionPwAff, validity: isl.UnionMap) -> bool:
+    """Every dependence's distance is >= 0 in every member of ``band`` (the condition
+    for rectangular tiling of a permutable band), checked with isl."""
+    for k in range(band.dim(isl.dim_type.out)):
+        f = isl.UnionMap.from_union_pw_aff(band.get_at(k))
+        # pairs (source value, sink value) of member k over the dependences
+        pairs = f.reverse().apply_range(validity).apply_range(f)
+        delta = pairs.deltas()
+        if not delta.is_empty():
+            neg = delta.intersect(isl.UnionSet(
+                isl.Set("{ [d] : d < 0 }").align_params(delta.get_space())))
+            if not neg.is_empty():
+                return False
+    return True
+
+
+def wavefront_tile_map(band: isl.MultiUnionPwAff, tiles: tuple[int, ...],
+                       order: list[str] | None = None,
+                       domain: isl.UnionSet | None = None) -> isl.UnionMap:
+    """The schedule of a time-tiled, wavefront-launched mapping of ``band`` (issue 5):
+    ``S[x] -> [w, c_1, ..., c_{m-1}, b_0, ..., b_{m-1}]`` with tile coordinates
+    ``c_k = floor(b_k / T_k)``, the wavefront ``w = c_0 + ... + c_{m-1}`` (a host loop of
+    launches), ``c_1..c_{m-1}`` over blocks, then the points (``b_0`` = the skewed time
+    loop, sequential inside a block), then the position of the statement in ``order``
+    (source order: instances the band does not separate, e.g. jacobi-1d's S0(t, i) and
+    S1(t, i - 1), run in that order); restricted to ``domain`` when given."""
+    m = band.dim(isl.dim_type.out)
+    if len(tiles) != m or any(t < 1 for t in tiles):
+        raise ValueError(f"need {m} positive tile sizes, got {tiles}")
+    bs = [f"b{k}" for k in range(m)]
+    cs = [f"floor(b{k}/{tiles[k]})" for k in range(m)]
+    out = [" + ".join(cs)] + cs[1:] + bs
+    tmap = isl.Map(f"{{ [{', '.join(bs)}] -> [{', '.join(out)}] }}")
+    sched = isl.UnionMap.from_multi_union_pw_aff(band)
+    if domain is not None:
+        sched = sched.intersect_domain(domain)
+    sched = sched.apply_range(isl.UnionMap(tmap.align_params(sched.get_space())))
+    dom = band.domain()
+    pos = isl.UnionMap.empty(sched.get_space())
+    sets: list[isl.Set] = []
+    dom.foreach_set(sets.append)
+    names = order or sorted((s.get_tuple_name() for s in sets),
+                            key=lambda x: (len(x), x))      # S2 before S10
+    for s in sets:
+        k = names.index(s.get_tuple_name())
+        one = isl.Map.from_domain_and_range(
+            s, isl.Set(f"{{ [{k}] }}").align_params(s.get_space()))
+        pos = pos.union(isl.UnionMap(one))
+    return _flat(sched, pos)
+
+
+def _flat(a: isl.UnionMap, b: isl.UnionMap) -> isl.UnionMap:
+    """``S[x] -> [a(x), b(x)]`` from ``S[x] -> [a(x)]`` and ``S[x] -> [b(x)]``."""
+    return a.flat_range_product(b)
+
+
+def wavefront_legal(sched: isl.UnionMap, validity: isl.UnionMap, m: int) -> tuple[bool, bool]:
+    """(legal, tiles_parallel) of :func:`wavefront_tile_map`'s schedule, with isl: every
+    dependence goes lexicographically forward, and two dependent instances in the
+    same wavefront ``w`` lie in the same tile (the tiles of one launch are parallel)."""
+    pairs = sched.reverse().apply_range(validity).apply_range(sched)
+    delta = pairs.deltas()
+    n = 2 * m + 1
+    ds = [f"d{k}" for k in range(n)]
+    back = " or ".join(
+        "(" + " and ".join([f"d{j} = 0" for j in range(k)] + [f"d{k} < 0"]) + ")"
+        for k in range(n))
+    zero = " and ".join(f"d{k} = 0" for k in range(n))
+    bad = isl.Set(f"{{ [{', '.join(ds)}] : {back} or ({zero}) }}")
+    legal = delta.intersect(isl.UnionSet(bad.align_params(delta.get_space()))).is_empty()
+    cross = " or ".join(f"d{k} != 0" for k in range(1, m)) or "false"
+    same_w = isl.Set(f"{{ [{', '.join(ds)}] : d0 = 0 and ({cross}) }}")
+    parallel = delta.intersect(isl.UnionSet(same_w.align_params(delta.get_space()))).is_empty()
+    return legal, parallel
+
+
+def time_tiled_schedule(scop, deps, sizes: tuple[int, ...]
+                        ) -> tuple[isl.Schedule | None, str]:
+    """The schedule tree of a time-tiled mapping (``--time-tiling T[,S1,...]``, issue 5),
+    or ``None`` and why not: a band ``[w]`` (the wavefront, not coincident: a host loop
+    of launches), a band of the other tile coordinates (coincident: blocks and threads,
+    one tile per thread), and the points of the tile with the skewed time loop first
+    (sequential inside the thread), then the statement order.  Legality and the
+    independence of one wavefront's tiles are checked with isl
+    (:func:`wavefront_legal`) before the tree is returned."""
+    from .schedule import configure
+    band, why = time_tiling_band(scop, deps)
+    if band is None:
+        return None, why
+    m = band.dim(isl.dim_type.out)
+    tiles = (tuple(sizes) + (32,) * m)[:m] if len(sizes) < m else tuple(sizes[:m])
+    if len(sizes) > m:
+        return None, f"{len(sizes)} tile sizes for a {m}-loop time band"
+    full = wavefront_tile_map(band, tiles, domain=scop.domain)
+    legal, parallel = wavefront_legal(full, deps.validity, m)
+    if not (legal and parallel):
+        return None, "the wavefront of time tiles would break a dependence"
+    n = 2 * m + 1
+
+    def part(lo: int, hi: int) -> isl.MultiUnionPwAff:
+        pm = isl.Map("{ [%s] -> [%s] }" % (", ".join(f"d{k}" for k in range(n)),
+                                            ", ".join(f"d{k}" for k in range(lo, hi))))
+        return isl.MultiUnionPwAff.from_union_map(
+            full.apply_range(isl.UnionMap(pm.align_params(full.get_space()))))
+    configure(scop.context.get_ctx())
+    node = isl.Schedule.from_domain(scop.domain.intersect_params(scop.context)).get_root()
+    node = node.child(0).insert_partial_schedule(part(m, n))
+    if m > 1:
+        node = node.insert_partial_schedule(part(1, m))
+        for k in range(m - 1):
+            node = node.band_member_set_coincident(k, True)
+    node = node.insert_partial_schedule(part(0, 1))
+    text = ", ".join(str(t) for t in tiles)
+    return node.get_schedule(), (f"time tiling: tiles {text} of isl's skewed band, one "
+                                 "launch per wavefront, each thread runs one tile with "
+                                 "the time loop sequential (checked legal with isl)")

@@ -573,6 +573,14 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
     ints = {n: inputs.args[n] for n in scop.size_params}
     scalars = {p.name: inputs.args[p.name] for p in scop.scalar_params}
     written = [n for n in scop.written_arrays() if scop.arrays[n].kind == "param"]
+    fixed = getattr(compiled.program, "specialised", {}) or {}
+    other = {k: v for k, v in fixed.items() if k in ints and int(ints[k]) != v}
+    if other:
+        raise InputError(
+            "this compilation runs its time loop inside one block specialised to "
+            + ", ".join(f"{k}={v}" for k, v in fixed.items()) + " (--localise naming a host "
+            "loop); got " + ", ".join(f"{k}={ints[k]}" for k in other)
+            + ": compile again with --size " + ",".join(f"{k}={ints[k]}" for k in fixed))
     limits.check_work(scop, ints, target, check)
     sources = inputs.arrays()
     # results land in copies of the written arrays; the others are only read

@@ -59,6 +59,14 @@ def compute_schedule(scop: Scop, deps: Dependences, options=None) -> ScheduleRes
     notes: list[str] = []
     result = ScheduleResult(_isl_schedule(scop, deps, notes))
     result.notes.extend(notes)
+    if options is not None and getattr(options, "time_tiling", ()):
+        from ..timeblock import time_tiled_schedule
+        tiled, why = time_tiled_schedule(scop, deps, options.time_tiling)
+        if tiled is not None:
+            result.schedule = tiled
+            result.notes.append(why)
+            return result
+        result.notes.append(f"--time-tiling not applied: {why}; the host-loop mapping is used")
     if options is not None and getattr(options, "mapping", "single") == "superposition":
         superposition_choice(scop, deps, result, options)
     return result

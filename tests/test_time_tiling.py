@@ -1,0 +1,203 @@
+"""Time loops of stencils (issue 5): what exists today.
+
+``--localise t`` naming a host time loop runs the loop inside one block (seed 001 §5,
+:mod:`polymagic.timeblock`), with the kernel specialised to the ``--size`` values;
+the rerunnable callable refuses other values with a one-line error instead of a
+failed check.  ``--time-tiling T[,S..]`` tiles isl's skewed permutable band and
+launches one kernel per wavefront of tiles (:func:`polymagic.timeblock.time_tiled_schedule`),
+each thread running one tile with ``t`` sequential; legality is checked with isl.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import islpy as isl
+import numpy as np
+import pytest
+
+from polymagic.errors import InputError
+from polymagic.options import parse_options
+from polymagic.pipeline import compile_source
+from polymagic.runtime.run import make_callable
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _callable(name, sizes, *extra):
+    options = parse_options(["--size", sizes, "--target", "emulator", *extra])
+    compiled = compile_source((EXAMPLES / name).read_text(), options)
+    return compiled, make_callable(compiled, options)
+
+
+def test_time_block_runs_at_its_sizes_and_refuses_others():
+    compiled, f = _callable("jacobi-1d.c", "tsteps=4,n=64", "--localise", "t")
+    assert compiled.program.specialised == {"tsteps": 4, "n": 64}
+    rng = np.random.default_rng(1)
+    a, b = rng.random(64), rng.random(64)
+    rep = f(tsteps=4, n=64, A=a.copy(), B=b.copy(), check=True)
+    assert rep.ok and rep.launches == 1
+    for sizes in ({"tsteps": 5, "n": 64}, {"tsteps": 4, "n": 80}):
+        n = sizes["n"]
+        with pytest.raises(InputError, match=r"specialised to tsteps=4, n=64.*--size"):
+            f(**sizes, A=rng.random(n), B=rng.random(n), check=True)
+
+
+def test_host_loop_mapping_is_not_specialised():
+    compiled, f = _callable("jacobi-1d.c", "tsteps=4,n=64")
+    assert compiled.program.specialised == {}
+    rng = np.random.default_rng(2)
+    rep = f(tsteps=7, n=50, A=rng.random(50), B=rng.random(50), check=True)
+    assert rep.ok and rep.launches == 14       # one launch per statement per time step
+
+
+def _scop_deps(name):
+    from polymagic.deps import compute_dependences
+    from polymagic.frontend import parse
+    scop = parse((EXAMPLES / name).read_text())
+    return scop, compute_dependences(scop)
+
+
+@pytest.mark.parametrize("name,members", [("jacobi-1d.c", 2), ("jacobi-2d.c", 3),
+                                          ("seidel-2d.c", 3), ("fdtd-2d.c", 3)])
+def test_time_band_is_skewed_and_permutable(name, members):
+    """isl finds the skew: the band holding t is fully permutable, every dependence
+    distance >= 0 in every member (so time-skewed rectangular tiles are legal)."""
+    from polymagic.timeblock import band_legal_for_tiling, time_tiling_band
+    scop, deps = _scop_deps(name)
+    band, why = time_tiling_band(scop, deps)
+    assert band is not None, why
+    assert band.dim(isl.dim_type.out) == members
+    assert band_legal_for_tiling(band, deps.validity)
+    # the unskewed band (t, i, ...) of jacobi-1d is not legal to tile: i's distance < 0
+    if name == "jacobi-1d.c":
+
+        plain = isl.MultiUnionPwAff(
+            "[tsteps, n] -> [{ S0[t, i] -> [(t)]; S1[t, i] -> [(t)] }, "
+            "{ S0[t, i] -> [(i)]; S1[t, i] -> [(i)] }]")
+        assert not band_legal_for_tiling(plain, deps.validity)
+
+
+def test_no_time_band_for_a_plain_loop_nest():
+    from polymagic.timeblock import time_tiling_band
+    scop, deps = _scop_deps("gemm.c")
+    band, why = time_tiling_band(scop, deps)
+    # gemm's band is permutable too (no time loop needed): the analysis only says
+    # whether a permutable band exists
+    assert band is None or band.dim(isl.dim_type.out) >= 2
+
+
+def _wavefronts(sched, fixed):
+    """Distinct wavefront values w (the host launches a wavefront mapping would make)."""
+    ctx_set = isl.Set(fixed)
+    w = sched.intersect_params(ctx_set.align_params(sched.get_space())).range()
+    sets = []
+    w.foreach_set(sets.append)
+    first = sets[0].project_out(isl.dim_type.set, 1, sets[0].dim(isl.dim_type.set) - 1)
+    for s in sets[1:]:
+        first = first.union(s.project_out(isl.dim_type.set, 1, s.dim(isl.dim_type.set) - 1))
+    first = first.coalesce()
+    return first.dim_max_val(0).to_python() - first.dim_min_val(0).to_python() + 1
+
+
+@pytest.mark.parametrize("name,tiles,fixed,host_launches", [
+    ("jacobi-1d.c", (4, 16), "[tsteps, n] -> { : tsteps = 22 and n = 100 }", 44),
+    ("jacobi-1d.c", (8, 32), "[tsteps, n] -> { : tsteps = 17 and n = 77 }", 34),
+    ("jacobi-2d.c", (4, 16, 16), "[tsteps, n] -> { : tsteps = 40 and n = 50 }", 80),
+    ("seidel-2d.c", (4, 16, 16), "[tsteps, n] -> { : tsteps = 9 and n = 40 }", None),
+])
+def test_wavefront_of_time_tiles_is_legal_and_launches_fewer(name, tiles, fixed,
+                                                             host_launches):
+    """Time-skewed tiles of isl's permutable band, one launch per wavefront: legal (all
+    dependences forward) and the tiles of one wavefront independent, checked with isl;
+    the wavefronts are far fewer than the host loop's launches (one per statement per
+    step).  The mapping that emits these kernels is planned."""
+    from polymagic.timeblock import time_tiling_band, wavefront_legal, wavefront_tile_map
+    scop, deps = _scop_deps(name)
+    band, _ = time_tiling_band(scop, deps)
+    m = band.dim(isl.dim_type.out)
+    sched = wavefront_tile_map(band, tiles, domain=scop.domain)
+    assert wavefront_legal(sched, deps.validity, m) == (True, True)
+    fronts = _wavefronts(sched, fixed)
+    if host_launches is not None:
+        assert fronts < host_launches / 2, (fronts, host_launches)
+    if fixed.endswith("tsteps = 22 and n = 100 }"):
+        # by hand: c0 = floor(t/4) in 0..5, b1 = 2t + i (+1 for S1) in 1..141 so
+        # c1 = floor(b1/16) in 0..8: w = c0 + c1 in 0..13
+        assert fronts == 14
+
+
+def test_wavefront_of_the_unskewed_band_is_refused():
+    from polymagic.timeblock import wavefront_legal, wavefront_tile_map
+    scop, deps = _scop_deps("jacobi-1d.c")
+    plain = isl.MultiUnionPwAff(
+        "[tsteps, n] -> [{ S0[t, i] -> [(t)]; S1[t, i] -> [(t)] }, "
+        "{ S0[t, i] -> [(i)]; S1[t, i] -> [(i)] }]")
+    assert wavefront_legal(wavefront_tile_map(plain, (4, 8)), deps.validity, 2) == (False, False)
+    with pytest.raises(ValueError, match="positive tile sizes"):
+        wavefront_tile_map(plain, (4,))
+
+
+# ---- --time-tiling: generated code through the existing mapping ---------------------
+
+def _tt(name, sizes, tiles, extra=()):
+    opts = ["--size", sizes, "--target", "emulator", *extra]
+    if tiles:
+        opts += ["--time-tiling", tiles]
+    options = parse_options(opts)
+    from polymagic.runtime.run import run
+    compiled = compile_source((EXAMPLES / name).read_text(), options)
+    return compiled, run(compiled, options, {})
+
+
+@pytest.mark.parametrize("sizes,tiles", [("tsteps=22,n=100", "4,16"),
+                                         ("tsteps=7,n=53", "4,16"),   # 7 % 4, 53 % 16
+                                         ("tsteps=1,n=5", "4,16"),
+                                         ("tsteps=13,n=97", "5,24")])
+def test_jacobi_1d_time_tiled_matches_cpu_with_a_launch_per_wavefront(sizes, tiles):
+    compiled, rep = _tt("jacobi-1d.c", sizes, tiles)
+    assert rep.ok and rep.checked, rep
+    steps = int(sizes.split(",")[0].split("=")[1])
+    assert any(n.startswith("time tiling: tiles") for n in compiled.notes)
+    assert rep.launches < 2 * steps or steps == 1   # host loop: 2 launches per step
+    if sizes == "tsteps=22,n=100":
+        assert rep.launches <= 15                   # 14 wavefronts (test above), +1 bound
+
+
+def test_seidel_2d_time_tiled_matches_cpu():
+    compiled, rep = _tt("seidel-2d.c", "tsteps=5,n=23", "2,8,8")
+    assert rep.ok and rep.checked
+    assert rep.launches < 5 * 21                    # host order: a launch per wavefront of points
+
+
+def test_time_tiling_refused_with_a_note_keeps_the_host_loop():
+    compiled, rep = _tt("sor-1d-seq.c", "m=7,n=30", "4,4,4,4")
+    assert rep.ok
+    assert any(n.startswith("--time-tiling not applied") for n in compiled.notes)
+
+
+def test_time_tiling_options():
+    assert parse_options("--time-tiling 4,16").time_tiling == (4, 16)
+    assert parse_options("--time-tiling 4 --no-time-tiling").time_tiling == ()
+    assert parse_options("").time_tiling == ()
+    assert parse_options("--time-tiling 4").key() != parse_options("").key()
+    from polymagic.errors import OptionsError
+    for bad in ("--time-tiling 0", "--time-tiling x"):
+        with pytest.raises(OptionsError):
+            parse_options(bad)
+
+
+def test_time_tiled_cuda_compiles_with_nvrtc():
+    from polymagic.codegen.nvrtc import compile_cuda
+    compiled = compile_source((EXAMPLES / "jacobi-1d.c").read_text(),
+                              parse_options(["--time-tiling", "4,16"]))
+    ptx = compile_cuda(compiled.cuda, "compute_80").decode(errors="replace")
+    assert all(f".entry {k}" in ptx for k in compiled.program.kernels)
+
+
+def test_time_tiling_too_costly_is_a_one_line_error():
+    """jacobi-2d's skewed 3-d tiles: isl's AST generation exceeds the budget, a clear
+    error instead of minutes of work (the legality test above still holds)."""
+    from polymagic.errors import CompileError
+    with pytest.raises(CompileError, match="--time-tiling: .*--no-time-tiling"):
+        compile_source((EXAMPLES / "jacobi-2d.c").read_text(),
+                       parse_options(["--size", "tsteps=9,n=37", "--time-tiling", "3,8,8"]))
