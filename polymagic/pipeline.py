@@ -62,7 +62,7 @@ def schedule_key(options: Options) -> tuple:
     reads must be added here (``tests/test_pipeline_cache.py`` checks the list)."""
     from . import schedule
     return (options.mapping, bool(options.tile_auto), options.localise is not None,
-            options.layout, options.reductions, schedule.REQUIRE_GAIN,
+            options.layout, options.reductions, options.time_tiling, schedule.REQUIRE_GAIN,
             schedule.SUPER_OPERATIONS, schedule.MAX_OPERATIONS)
 
 
