@@ -403,22 +403,18 @@ def _kernels(items: list[Item]) -> list[Kernel]:
     return out
 
 
+def _any_group(items: list[Item], pred) -> bool:
+    """Whether a thread group among ``items`` (or inside their step loops) has ``pred``."""
+    return any(pred(it) if isinstance(it, ThreadGroup) else
+               isinstance(it, StepLoop) and _any_group(it.body, pred) for it in items)
+
+
 def _has_reduction(items: list[Item]) -> bool:
-    for it in items:
-        if isinstance(it, ThreadGroup) and it.reduction:
-            return True
-        if isinstance(it, StepLoop) and _has_reduction(it.body):
-            return True
-    return False
+    return _any_group(items, lambda g: bool(g.reduction))
 
 
 def _has_threads(items: list[Item]) -> bool:
-    for it in items:
-        if isinstance(it, ThreadGroup) and it.dims:
-            return True
-        if isinstance(it, StepLoop) and _has_threads(it.body):
-            return True
-    return False
+    return _any_group(items, lambda g: bool(g.dims))
 
 
 def _has_coalescing(items: list[Item], planner: _Planner) -> bool:
