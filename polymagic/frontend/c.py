@@ -724,7 +724,11 @@ class _Builder:
                 ext: E.Expr = E.Int(1)
             else:
                 mn, mx = dom.dim_min(p), dom.dim_max(p)
-                ext = pw_aff_to_expr(mx.sub(mn).add_constant_val(1), self.context)
+                # 0 for the sizes where the loop does not run (not a negative extent:
+                # fuzz finding 25)
+                zero = isl.PwAff.val_on_domain(isl.Set.universe(self.context.get_space()), 0)
+                ext = pw_aff_to_expr(mx.sub(mn).add_constant_val(1).union_max(zero),
+                                     self.context)
             mins.append(mn)
             min_exprs.append(pw_aff_to_expr(mn, self.context) if not dom.is_empty() else E.Int(0))
             shape.append(ext)
