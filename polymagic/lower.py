@@ -20,7 +20,7 @@ from .expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Var
                    substitute, substitute_assign)
 from .expr import walk as walk_expr
 from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
-from .mapping import _ALL_IDS, MARK_PREFIX, KernelPlan, MappingResult
+from .mapping import _ALL_IDS, MARK_PREFIX, KernelPlan, MappingResult, kernel_mark
 
 #: names of the launch statements of the host tree in per-kernel mode
 GROUP_PREFIX = "pm_group_"
@@ -653,7 +653,7 @@ def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
         low, ast = _generate_per_kernel(build, scop, mapping)
     else:
         low, ast = _generate(build, scop, mapping.schedule, mapping)
-        if _host_depends_on_ids(ast, _mark_order(mapping.schedule)):
+        if _host_depends_on_ids(ast, list(_kernel_marks(mapping.schedule))):
             low, ast = _generate_per_kernel(build, scop, mapping)
     host = low.block(ast, False)
     arrays = {n: kir.ArrayDecl(n, a.ctype, a.shape, kind=a.kind) for n, a in scop.arrays.items()}
@@ -702,14 +702,14 @@ def _drop_fixed_host_loops(body: list[kir.Stmt]) -> list[kir.Stmt]:
     return out
 
 
-def _mark_order(schedule: isl.Schedule) -> list[str]:
-    """Kernel marks of the mapped tree, in its (depth-first) order."""
-    out: list[str] = []
+def _kernel_marks(schedule: isl.Schedule) -> dict[str, isl.ScheduleNode]:
+    """The kernel marks of the mapped tree by name, in its (depth-first) order."""
+    out: dict[str, isl.ScheduleNode] = {}
 
     def visit(node: isl.ScheduleNode) -> None:
-        if node.get_type() == isl.schedule_node_type.mark and \
-                node.mark_get_id().get_name().startswith(MARK_PREFIX):
-            out.append(node.mark_get_id().get_name())
+        name = kernel_mark(node)
+        if name:
+            out[name] = node
             return
         for i in range(node.n_children()):
             visit(node.child(i))
@@ -762,9 +762,8 @@ def _group_and_cut(schedule: isl.Schedule) -> isl.Schedule:
     (``isl_schedule_node_group``, one ``pm_group_<mark>`` instance per launch) and
     cut, so no block/thread id reaches the host loops."""
     def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
-        if node.get_type() == isl.schedule_node_type.mark and \
-                node.mark_get_id().get_name().startswith(MARK_PREFIX):
-            name = node.mark_get_id().get_name()
+        name = kernel_mark(node)
+        if name:
             # group() leaves the node below the new expansion node; cut that one
             grouped = node.child(0).group(isl.Id(f"{GROUP_PREFIX}{name}"))
             return grouped.parent().cut().parent()
@@ -778,7 +777,7 @@ def _kernel_schedule(schedule: isl.Schedule, mark: str) -> tuple[isl.Schedule, i
     """The mapped tree restricted to the instances of kernel ``mark`` at one launch:
     host loop values fixed to parameters ``pm_h0, pm_h1, ...`` (renamed to the host
     iterators after lowering); returns it and the number of host loops."""
-    node = _find_mark(schedule.get_root(), mark)
+    node = _kernel_marks(schedule)[mark]
     domain = node.get_domain()
     prefix = node.get_prefix_schedule_union_map().intersect_domain(domain)
     depth = node.get_schedule_depth()
@@ -791,17 +790,6 @@ def _kernel_schedule(schedule: isl.Schedule, mark: str) -> tuple[isl.Schedule, i
     if depth:       # a context node may introduce the parameters (a filter may not)
         root = root.insert_context(isl.Set(f"[{', '.join(names)}] -> {{ [] }}")).child(0)
     return root.insert_filter(domain).get_schedule(), depth
-
-
-def _find_mark(node: isl.ScheduleNode, mark: str) -> isl.ScheduleNode:
-    if node.get_type() == isl.schedule_node_type.mark and \
-            node.mark_get_id().get_name() == mark:
-        return node
-    for i in range(node.n_children()):
-        hit = _find_mark(node.child(i), mark)
-        if hit is not None:
-            return hit
-    return None
 
 
 def _generate_per_kernel(build: isl.AstBuild, scop: Scop, mapping: MappingResult

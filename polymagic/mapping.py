@@ -45,6 +45,15 @@ LOWER_OPERATIONS = 20_000_000
 #: the same for the AST of skewed time tiles (--time-tiling)
 TIME_TILING_OPERATIONS = 3_000_000
 MARK_PREFIX = "pm_kernel"
+
+
+def kernel_mark(node: isl.ScheduleNode) -> str | None:
+    """The kernel's name when ``node`` is a kernel mark of the mapped tree."""
+    if node.get_type() == isl.schedule_node_type.mark:
+        name = node.mark_get_id().get_name()
+        if name.startswith(MARK_PREFIX):
+            return name
+    return None
 _ALL_IDS = list(kir.THREAD_IDS.values()) + list(kir.BLOCK_IDS.values())
 
 

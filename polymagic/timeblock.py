@@ -72,7 +72,10 @@ def time_tiling_band(scop, deps) -> tuple[isl.MultiUnionPwAff | None, str]:
         sc = isl.ScheduleConstraints.on_domain(scop.domain.intersect_params(scop.context))
         sc = sc.set_context(scop.context).set_validity(deps.validity)
         sc = sc.set_proximity(deps.validity)
-        node = sc.compute_schedule().get_root().child(0)
+        from .schedule import MAX_OPERATIONS
+        from .isl_util import OperationBudget
+        with OperationBudget(ctx, MAX_OPERATIONS):      # never a hang
+            node = sc.compute_schedule().get_root().child(0)
     except isl.Error as e:
         return None, f"isl's scheduler found no schedule ({str(e).split(' in isl_')[0]})"
     finally:

@@ -154,6 +154,7 @@ def _involves_ids(s: isl.Set) -> bool:
 def _mapping_filters(schedule: isl.Schedule, statements: set[str]) -> dict[str, dict[str, isl.Set]]:
     """kernel mark -> statement -> its instances constrained by every filter of the
     kernel that mentions block or thread ids (the block filter and the thread filter)."""
+    from ..mapping import kernel_mark
     out: dict[str, dict[str, isl.Set]] = {}
     stack: list[tuple[int, str]] = []          # (tree depth of the mark, name)
 
@@ -161,13 +162,11 @@ def _mapping_filters(schedule: isl.Schedule, statements: set[str]) -> dict[str, 
         depth = node.get_tree_depth()
         while stack and depth <= stack[-1][0]:
             stack.pop()
-        t = node.get_type()
-        if t == isl.schedule_node_type.mark:
-            name = node.mark_get_id().get_name()
-            if name.startswith("pm_kernel"):
-                stack.append((depth, name))
-                out.setdefault(name, {})
-        elif t == isl.schedule_node_type.filter and stack:
+        name = kernel_mark(node)
+        if name:
+            stack.append((depth, name))
+            out.setdefault(name, {})
+        elif node.get_type() == isl.schedule_node_type.filter and stack:
             kern = out[stack[-1][1]]
             sets: list[isl.Set] = []
             node.filter_get_filter().foreach_set(sets.append)
