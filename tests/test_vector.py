@@ -47,7 +47,7 @@ def _src(name: str, ctype: str) -> str:
 
 
 def _opts(name: str, sizes: dict, tile: str | None, **kw) -> Options:
-    args = "--target emulator --vector"        # opt-in (fuzz finding 24)
+    args = "--target emulator --vector"
     if tile:
         if name == "jacobi-2d":          # a 2-d band: block tile and points per thread
             tile = "64,64:4,4"
@@ -227,5 +227,23 @@ def test_emulator_rejects_a_misaligned_vector_access():
 def test_no_vector_option():
     assert parse_options("--no-vector").vector is False
     assert parse_options("--vector").vector is True
-    assert Options().vector is False                  # opt-in until finding 24 is fixed
-    assert Options().key() != Options(vector=True).key()
+    assert parse_options("").vector is True           # the default
+    assert Options().vector is True
+    assert Options().key() != Options(vector=False).key()
+
+
+@pytest.mark.parametrize("n", [100, 64, 37])
+def test_chunks_over_two_dims_reach_every_row(n):
+    """Fuzz finding 24: gemver's 16x256 buffer ``sh0_A`` has 128 double2 chunks a row,
+    256 threads take 8 chunks each, two rows apart.  isl's AST generator kept one
+    chunk per thread when the copy band scanned the chunk's coordinates directly
+    (rows 2-15 never copied in, an uninitialised shared read); the copy band now
+    scans each thread's round first.  Vector copies are the default."""
+    src = (EXAMPLES / "gemver.c").read_text()
+    opts = parse_options("--target emulator --mapping single").with_(sizes={"n": n})
+    assert opts.vector
+    c = compile_source(src, opts)
+    if n % 2 == 0:
+        assert _vector_copies(c)
+    rep = run(c, opts)
+    assert rep.ok, rep.message

@@ -448,6 +448,18 @@ def atomic(band: isl.ScheduleNode) -> isl.ScheduleNode:
     return band
 
 
+def _chunk_round(na: int, block: tuple[int, int, int], width: int, row_chunks: int) -> str:
+    """The round ``k`` in which a thread copies a 16-byte chunk: chunk ``c`` (see
+    :func:`_thread_filter`) is the ``k = c div T``-th of thread ``c mod T``.  Scanning
+    ``k`` first and the chunk's coordinates inside it gives one loop over ``k``;
+    scanning the coordinates directly made isl's AST generator (islpy 2026.2.2) keep
+    a single chunk per thread when the filter couples two dims by a modulo on the
+    thread id (fuzz finding 24)."""
+    threads = block[0] * block[1] * block[2]
+    lin = f"{row_chunks} * a{na - 2} + floor(a{na - 1} / {width})"
+    return f"(floor(({lin}) / {threads}))"
+
+
 def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
                 block: tuple[int, int, int], width: int = 1, row_chunks: int = 1
                 ) -> isl.ScheduleNode:
@@ -461,7 +473,10 @@ def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
     p = ", ".join([f"p{i}" for i in range(np_)] + [f"a{i}" for i in range(na)])
     leaf = graft.child(0)
     if na:
-        members = ", ".join(f"{{ {stmt}[{p}] -> [(a{i})] }}" for i in range(na))
+        scans = [f"(a{i})" for i in range(na)]
+        if width > 1 and na >= 2:
+            scans.insert(0, _chunk_round(na, block, width, row_chunks))
+        members = ", ".join(f"{{ {stmt}[{p}] -> [{s}] }}" for s in scans)
         leaf = leaf.insert_partial_schedule(isl.MultiUnionPwAff(f"[{params}] -> [{members}]"))
         leaf = atomic(leaf)
     leaf = leaf.insert_filter(isl.UnionSet(f"[{params}] -> " + _thread_filter(stmt, np_, na, block, width, row_chunks)))

@@ -86,9 +86,11 @@ OPTION_SPACE: tuple[Dimension, ...] = (
     # rows (both are --tile; a --block must agree with it, see draw)
     Dimension("tile_levels", draw_tile_levels,
               lambda v: ["--tile", ":".join(_sizes_list(t) for t in v)], code=True),
-    # parsed today, no effect yet (planned stages): switch on when they land
-    Dimension("registers", lambda r: r.choice((None, False)),
-              lambda v: ["--no-registers"], code=True, active=False),
+    Dimension("registers", lambda r: r.choice((None, None, None, False)),
+              lambda v: ["--no-registers"], code=True),
+    # 16-byte chunk copies are the default (seed 002 §3.4); sometimes element copies
+    Dimension("vector", lambda r: r.choice((None, None, None, False)),
+              lambda v: ["--no-vector"], code=True),
 )
 
 
