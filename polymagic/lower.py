@@ -24,7 +24,8 @@ from .mapping import _ALL_IDS, MARK_PREFIX, KernelPlan, MappingResult, kernel_ma
 
 #: names of the launch statements of the host tree in per-kernel mode
 GROUP_PREFIX = "pm_group_"
-#: parameters that fix the host loops of a kernel's own tree (renamed to pm_c<k>)
+#: parameters that fix the host loops of a kernel's own tree (the kernel's int
+#: parameters; the host binds them before each launch)
 HOST_PARAM = "pm_h"
 #: generate every program's kernels one by one (:func:`_generate_per_kernel`), not only
 #: those where isl's one-tree AST lets the host depend on block/thread ids; tests set
@@ -327,26 +328,27 @@ class _Lowerer:
 
     def launch_site(self, name: str, call_node: isl.AstNode) -> list[kir.Stmt]:
         """Per-kernel mode: the host binds the launch's host loop values (the
-        arguments of its ``pm_group_`` call) to ``pm_c0, pm_c1, ...`` and launches
-        the kernel made once for the mark (:meth:`launch_alone`)."""
+        arguments of its ``pm_group_`` call) to ``pm_h0, pm_h1, ...`` and launches
+        the kernel made once for the mark (:meth:`launch_alone`).  Fresh names, not
+        the host iterators ``pm_c<k>``: an argument such as ``pm_c1 + 2`` would
+        otherwise rebind the loop's own iterator (fuzz finding 26)."""
         call = call_node.user_get_expr()
         args = [ast_expr_to_expr(call.get_op_arg(i + 1)) for i in range(call.get_op_n_arg() - 1)]
         if name not in self.made:
             self.made[name] = self.launch_alone(name, self.mapping.plans[name], len(args))
-        lets = [kir.Let(f"pm_c{k}", a) for k, a in enumerate(args) if a != Var(f"pm_c{k}")]
+        lets = [kir.Let(f"{HOST_PARAM}{k}", a) for k, a in enumerate(args)]
         return lets + [self.made[name]]
 
     def launch_alone(self, name: str, plan: KernelPlan, depth: int) -> kir.Launch:
         """The kernel of mark ``name`` from its own AST: the tree restricted to one
         launch, lowered whole as kernel code; the fixed host loops come back as the
-        kernel's ``pm_c<k>`` parameters."""
+        kernel's ``pm_h<k>`` parameters."""
         self.block_dims = plan.block
         schedule, n = _kernel_schedule(self.mapping.schedule, name)
         assert n == depth, (n, depth)
         ast = _generate(self.build, self.scop, schedule, self.mapping, self)[1]
-        rename = {f"{HOST_PARAM}{k}": Var(f"pm_c{k}") for k in range(depth)}
-        body = _drop_fixed_host_loops(_rename_vars(self.block(ast, True), rename))
-        outer, self.host_vars = self.host_vars, [f"pm_c{k}" for k in range(depth)]
+        body = _drop_fixed_host_loops(self.block(ast, True))
+        outer, self.host_vars = self.host_vars, [f"{HOST_PARAM}{k}" for k in range(depth)]
         try:
             return self.make_kernel(name, plan, body)
         finally:
@@ -688,12 +690,15 @@ def _rename_vars(body: list[kir.Stmt], names: dict[str, Expr]) -> list[kir.Stmt]
 
 
 def _drop_fixed_host_loops(body: list[kir.Stmt]) -> list[kir.Stmt]:
-    """``if (1) { v = v; ... }`` (a host loop fixed to its own value) -> ``...``."""
+    """``if (1) { v = pm_h<k>; ... }`` (a host loop fixed to the launch's value) ->
+    ``...`` with ``v`` read as ``pm_h<k>``."""
     out: list[kir.Stmt] = []
     for s in body:
         if isinstance(s, kir.If) and s.cond == Int(1) and not s.orelse and s.then and \
-                isinstance(s.then[0], kir.Let) and s.then[0].value == Var(s.then[0].var):
-            out.extend(_drop_fixed_host_loops(s.then[1:]))
+                isinstance(s.then[0], kir.Let) and isinstance(s.then[0].value, Var) and \
+                s.then[0].value.name.startswith(HOST_PARAM):
+            rest = _rename_vars(s.then[1:], {s.then[0].var: s.then[0].value})
+            out.extend(_drop_fixed_host_loops(rest))
         elif isinstance(s, kir.If):
             out.append(kir.If(s.cond, _drop_fixed_host_loops(s.then),
                               _drop_fixed_host_loops(s.orelse)))
@@ -775,8 +780,8 @@ def _group_and_cut(schedule: isl.Schedule) -> isl.Schedule:
 
 def _kernel_schedule(schedule: isl.Schedule, mark: str) -> tuple[isl.Schedule, int]:
     """The mapped tree restricted to the instances of kernel ``mark`` at one launch:
-    host loop values fixed to parameters ``pm_h0, pm_h1, ...`` (renamed to the host
-    iterators after lowering); returns it and the number of host loops."""
+    host loop values fixed to parameters ``pm_h0, pm_h1, ...`` (the kernel's int
+    parameters); returns it and the number of host loops."""
     node = _kernel_marks(schedule)[mark]
     domain = node.get_domain()
     prefix = node.get_prefix_schedule_union_map().intersect_domain(domain)

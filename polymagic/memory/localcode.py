@@ -34,10 +34,10 @@ import islpy as isl
 from .. import kir
 from ..expr import Binary, Expr, Int, Var
 from ..scop import Scop, buffer_bytes
-from .localise import LocaliseError, Localisation, live_move_out, localise
+from .localise import MAX_RHO_PIECES, LocaliseError, Localisation, live_move_out, localise
 
 #: ρ with more pieces than this is not printed in a one-block kernel (box modulo instead)
-COMPACT_PIECES = 4
+COMPACT_PIECES = MAX_RHO_PIECES
 #: shared memory a block's localised buffers may use
 LOCAL_LIMIT = 48 * 1024
 
@@ -228,6 +228,10 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         index = list(loc.index)
         if reorg == "modulo":
             index = [_modulo(ix, d, e, np_) for ix, d, e in zip(index, loc.constant_drift, exts)]
+        if max(ix.n_piece() for ix in index) > COMPACT_PIECES:
+            out.decisions.append(f"{kernel}: {a}: not localised (its placement has too many "
+                                 "pieces to print)")
+            continue
         name = f"lc{kid}_{a}"
         ext = tuple(([rows] if rows > 1 else []) + exts)
         lb = LocalBuffer(name, a, scop.arrays[a].ctype, ext, loc, prefix, index, rows, block,
@@ -335,6 +339,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         loc = _reusing(scop, prefix, a, window, f"{kernel}: {a}", out.decisions)
         if loc is None:
             continue
+        index = None
         if loc.layout == "compact" and loc.constant_drift is not None \
                 and loc.rho.n_piece() <= COMPACT_PIECES:
             s = loc.storage if loc.storage is not None else _at_sizes(
@@ -344,7 +349,9 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
                 continue
             index = [_modulo(loc.rho, loc.constant_drift[0], s, np_)]
             exts, how = [s], f"compact placement, δ = {loc.constant_drift[0]}, modulo addressing"
-        else:
+            if index[0].n_piece() > COMPACT_PIECES:   # ρ − δ·t mod s splits ρ's pieces
+                index = None
+        if index is None:
             box, _ = _box_index(loc.cached)
             exts = []
             for ix in box:
@@ -356,7 +363,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
             index = [_array_mod(loc.cached, d, e) for d, e in enumerate(exts)]
             how = ("bounding box addressed modulo its extents ("
                    + ("the drift is not constant)" if loc.constant_drift is None
-                      else "ρ has too many pieces to print)"))
+                      else "ρ, or ρ modulo the storage, has too many pieces to print)"))
         lb = LocalBuffer(f"lc{kid}_{a}", a, scop.arrays[a].ctype, tuple(exts), loc, prefix,
                          index, 1, block, [(s.name, k) for s in scop.statements
                                            if s.name in names

@@ -42,6 +42,9 @@ from .scratchpad import data_spaces
 COUNT_OPERATIONS = 3_000_000
 #: seconds a barvinok count may take (it ignores the operation budget)
 COUNT_SECONDS = 10.0
+#: a compact placement ρ with more pieces than this is not printed: the bounding-box
+#: layout is used (each piece is a case of the generated subscript, seed 001 §4.5)
+MAX_RHO_PIECES = 4
 
 
 class LocaliseError(ValueError):
@@ -316,6 +319,9 @@ def localise(scop: Scop, prefix: isl.UnionMap, array: str, window: int = 1,
             why = "the rank count is not quasi-affine, so it cannot be printed as integer code"
             extents = [in_child(lambda: storage(c), COUNT_SECONDS)] if rho is not None else []
     except (isl.Error, TimedOut):
+        rho = None
+    if rho is not None and rho.n_piece() > MAX_RHO_PIECES:
+        why = f"ρ has {rho.n_piece()} pieces; at most {MAX_RHO_PIECES} are printed per access"
         rho = None
     if rho is not None:
         index, layout = [rho], "compact"

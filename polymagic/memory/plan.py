@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import math
+
 import islpy as isl
 
 from .. import kir
@@ -448,16 +450,30 @@ def atomic(band: isl.ScheduleNode) -> isl.ScheduleNode:
     return band
 
 
-def _chunk_round(na: int, block: tuple[int, int, int], width: int, row_chunks: int) -> str:
-    """The round ``k`` in which a thread copies a 16-byte chunk: chunk ``c`` (see
-    :func:`_thread_filter`) is the ``k = c div T``-th of thread ``c mod T``.  Scanning
-    ``k`` first and the chunk's coordinates inside it gives one loop over ``k``;
-    scanning the coordinates directly made isl's AST generator (islpy 2026.2.2) keep
-    a single chunk per thread when the filter couples two dims by a modulo on the
-    thread id (fuzz finding 24)."""
+def _scan_members(na: int, block: tuple[int, int, int], width: int, row_chunks: int
+                  ) -> list[str]:
+    """The copy band's members: the coordinates ``a0 .. a<na-1>``, each distributed
+    one preceded by the thread's round on it (``floor(a_d / B)``; for 16-byte chunks
+    the round ``c div T`` of the chunk number ``c`` of :func:`_thread_filter`, first).
+    With the round given, isl's AST generator prints one loop over it and computes
+    the coordinate; scanning the coordinates alone made it (islpy 2026.2.2) drop
+    instances when the filter's modulo on the thread id has an offset coupled to
+    other dims: one 16-byte chunk a thread for gemver's 16x256 buffer (fuzz finding
+    24), threads copying the same element for a localised buffer (finding 27)."""
+    dims = [f"(a{i})" for i in range(na)]
+    axes = [a for a, b in zip("xyz", block) if b > 1] or ["x"]
     threads = block[0] * block[1] * block[2]
-    lin = f"{row_chunks} * a{na - 2} + floor(a{na - 1} / {width})"
-    return f"(floor(({lin}) / {threads}))"
+    if width > 1 and na >= 2:
+        lin = f"{row_chunks} * a{na - 2} + floor(a{na - 1} / {width})"
+        return [f"(floor(({lin}) / {threads}))"] + dims
+    if width > 1 or len(axes) > 1 and na == 1:
+        span = width * math.prod(block["xyz".index(a)] for a in axes)
+        return [f"(floor(a0 / {span}))"] + dims
+    out = list(dims)
+    for a, d in zip(axes, reversed(range(na))):
+        if block["xyz".index(a)] > 1:
+            out.insert(d, f"(floor(a{d} / {block['xyz'.index(a)]}))")
+    return out
 
 
 def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
@@ -473,9 +489,7 @@ def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
     p = ", ".join([f"p{i}" for i in range(np_)] + [f"a{i}" for i in range(na)])
     leaf = graft.child(0)
     if na:
-        scans = [f"(a{i})" for i in range(na)]
-        if width > 1 and na >= 2:
-            scans.insert(0, _chunk_round(na, block, width, row_chunks))
+        scans = _scan_members(na, block, width, row_chunks)
         members = ", ".join(f"{{ {stmt}[{p}] -> [{s}] }}" for s in scans)
         leaf = leaf.insert_partial_schedule(isl.MultiUnionPwAff(f"[{params}] -> [{members}]"))
         leaf = atomic(leaf)

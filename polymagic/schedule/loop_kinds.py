@@ -127,6 +127,24 @@ def accumulator_pairs(st: Statement) -> isl.Map | None:
     return w.apply_range(w.reverse())
 
 
+def target_invariant(st: Statement, j: int) -> bool:
+    """Every instance of ``st`` that differs from another only in iterator ``j``
+    updates the same element: a loop over ``j`` accumulates into one element, which a
+    tree reduction (seed 003 §5.3) needs.  ``A[i][k - j] += ...`` carries its updates
+    across ``j`` and ``k`` (a reduction by the dependences) but writes a new element
+    for each ``k`` (fuzz finding 28)."""
+    acc = accumulator_pairs(st)
+    if acc is None:
+        return False
+    n = len(st.iterators)
+    xs = [f"x{d}" for d in range(n)]
+    ys = [x if d != j else "y" for d, x in enumerate(xs)]
+    same = isl.Map(f"{{ {st.name}[{', '.join(xs)}] -> {st.name}[{', '.join(ys)}] }}")
+    same = same.align_params(st.domain.get_space()).intersect_domain(st.domain) \
+        .intersect_range(st.domain)
+    return same.align_params(acc.get_space()).is_subset(acc.align_params(same.get_space()))
+
+
 # ---- per-pair dependence tables ---------------------------------------------------------
 
 def dependence_pairs(validity: isl.UnionMap, statements: set[str] | None = None

@@ -45,7 +45,7 @@ import islpy as isl
 from ..scop import Scop
 from .dl_model import StatementCost, statement_costs
 from .loop_kinds import (reduction_operator, Combo, DependenceTable, LoopKind, OriginalNest, classify, make_table,
-                         original_nests, strongly_connected)
+                         original_nests, strongly_connected, target_invariant)
 
 #: combinations of per-statement loop choices tested per SCC (Algorithm 2 line 6)
 MAX_COMBOS = 4096
@@ -321,6 +321,8 @@ class _Planner:
         s = scc[0]
         if best[s] != self.nests[s].loops[-1]:
             return "not the statement's innermost loop"
+        if not target_invariant(self.scop.statement(s), best[s][0]):
+            return "the updated element changes with the loop"
         if not self.coalescing(best):
             return "it does not coalesce"
         return "not supported here"
@@ -334,7 +336,8 @@ class _Planner:
             return None
         s = scc[0]
         if classify(sub, best) != LoopKind.REDUCTION or not self.coalescing(best) \
-                or best[s] != self.nests[s].loops[-1]:
+                or best[s] != self.nests[s].loops[-1] \
+                or not target_invariant(self.scop.statement(s), best[s][0]):
             return None
         if par and not self.derivative(best) < self.derivative(par[0]):
             return None

@@ -180,13 +180,27 @@ def program_job(seed: int, arg_lists: list[list[str]]) -> Iterator[tuple[Case, O
 
 def program_source(program: Program, args: list[str]) -> tuple[str, list[str]]:
     """The source for ``args``: Python with ``--python`` when the program has a
-    Python equivalent (else C, and ``--python`` is dropped)."""
+    Python equivalent (else C, and ``--python`` is dropped); a ``--localise @k``
+    names the k-th loop iterator of the program (window 2 for every third k)."""
+    args = _resolve_localise(render(program), args)
     if "--python" in args:
         py = render_python(program)
         if py is not None:
             return py, args
         args = [a for a in args if a != "--python"]
     return render(program), args
+
+
+def _resolve_localise(c_source: str, args: list[str]) -> list[str]:
+    out = list(args)
+    for i, a in enumerate(out[:-1]):
+        if a == "--localise" and out[i + 1].startswith("@"):
+            k = int(out[i + 1][1:])
+            names = list(dict.fromkeys(re.findall(r"for \(int (\w+)", c_source)))
+            if not names:
+                return out[:i] + out[i + 2:]
+            out[i + 1] = names[k % len(names)] + (":2" if k % 3 == 0 else "")
+    return out
 
 
 def cases_job(cases: list[Case], compile_only: bool = False) -> Iterator:

@@ -88,6 +88,10 @@ OPTION_SPACE: tuple[Dimension, ...] = (
               lambda v: ["--tile", ":".join(_sizes_list(t) for t in v)], code=True),
     Dimension("registers", lambda r: r.choice((None, None, None, False)),
               lambda v: ["--no-registers"], code=True),
+    # seed 001 localisation along one of the program's loops: ``@k`` names the k-th
+    # loop iterator of the rendered source (runner.program_source picks it)
+    Dimension("localise", lambda r: r.randrange(1000) if r.random() < 0.15 else None,
+              lambda v: ["--localise", f"@{v}"], code=True),
     # 16-byte chunk copies are the default (seed 002 §3.4); sometimes element copies
     Dimension("vector", lambda r: r.choice((None, None, None, False)),
               lambda v: ["--no-vector"], code=True),
