@@ -337,7 +337,8 @@ class _Lowerer:
         if name not in self.made:
             self.made[name] = self.launch_alone(name, self.mapping.plans[name], len(args))
         lets = [kir.Let(f"{HOST_PARAM}{k}", a) for k, a in enumerate(args)]
-        return lets + [self.made[name]]
+        # a scope of its own: two launches in one loop body bind pm_h0 twice
+        return [kir.If(Int(1), lets + [self.made[name]])]
 
     def launch_alone(self, name: str, plan: KernelPlan, depth: int) -> kir.Launch:
         """The kernel of mark ``name`` from its own AST: the tree restricted to one

@@ -209,7 +209,7 @@ class _Mapper:
             mupa = node.band_get_partial_schedule()
             seq = [_member_text(mupa, i) for i in range(node.band_n_member())]
         self.plans[name] = KernelPlan(name, [], seq, _statements(node))
-        node = self.localise(node, self.plans[name])
+        node = self.localise(node, self.plans[name], _loop_names(node))
         return node.insert_mark(isl.Id(name))
 
     def time_in_block(self, node: isl.ScheduleNode) -> bool:
@@ -256,13 +256,24 @@ class _Mapper:
             node = node.parent()
         return node.insert_mark(isl.Id(name))
 
-    def localise(self, node: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
+    def localise(self, node: isl.ScheduleNode, plan: KernelPlan,
+                 loops: list[str] | None = None) -> isl.ScheduleNode:
         """``--localise LOOP[:w]`` (seed 001): keep what a sequential loop of this
-        kernel reuses in L (see :mod:`.memory.localcode`); ``node`` keeps its place."""
-        if self.options.localise is None:
-            return node
-        from .memory.localcode import localise_kernel
+        kernel reuses in L (see :mod:`.memory.localcode`); without it, the one of
+        ``loops`` (the kernel's sequential loops inside a thread) the analytic model
+        picks, unless ``--no-localise``.  ``node`` keeps its place."""
+        from .memory.localcode import auto_localise, localise_kernel
         buffered = {r for b in (plan.memory.buffers if plan.memory else []) for r in b.refs}
+        if self.options.localise is None:
+            if not (self.options.localise_auto and loops):
+                return node
+            regs = {r.array for r in (plan.memory.registers if plan.memory else [])}
+            buffered |= {(s.name, k) for s in self.scop.statements
+                         for k, a in enumerate(s.accesses) if a.array in regs}
+            node, plan.local = auto_localise(self.scop, node, plan.name[3:], plan.block,
+                                             self.options, buffered, self.local_copies,
+                                             _member_text, loops)
+            return node
         node, plan.local = localise_kernel(self.scop, node, plan.name[3:], plan.block,
                                            self.options, buffered, self.local_copies,
                                            _member_text)
@@ -405,7 +416,8 @@ class _Mapper:
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(_id_bounds(thread_ctx)))
-        inner = self.localise(inner, plan)
+        mapped = {_member_text(full, i) for i in range(m)}
+        inner = self.localise(inner, plan, [t for t in _loop_names(inner) if t not in mapped])
         node = self.add_copies(inner, plan, s > 0)
         node = node.ancestor(node.get_tree_depth() - depth)
         node = node.insert_filter(block_filt.intersect_params(_id_bounds(block_ctx)))
@@ -764,6 +776,19 @@ def _walk_items(items):
         yield it
         if isinstance(it, (StepLoop, Kernel)):
             yield from _walk_items(it.body)
+
+
+def _loop_names(node: isl.ScheduleNode) -> list[str]:
+    """The band members below ``node`` that are one source loop each (their text is
+    an iterator name), outermost first: where ``--localise`` can name a loop."""
+    out: list[str] = []
+    if node.get_type() == isl.schedule_node_type.band:
+        mupa = node.band_get_partial_schedule()
+        out += [t for t in (_member_text(mupa, j) for j in range(node.band_n_member()))
+                if t.isidentifier()]
+    for c in range(node.n_children()):
+        out += [t for t in _loop_names(node.child(c)) if t not in out]
+    return out
 
 
 def map_superposition(scop: Scop, plan, options: Options) -> MappingResult:

@@ -45,7 +45,10 @@ class Options:
     tile_levels: tuple[tuple[int, ...], ...] = () # --tile 64,64,16:4,4 -> block tile, per thread
     tile_auto: bool = False                       # --tile auto: seed 000 §4.3 search
     # localisation along a sequential loop (seed 001)
-    localise: tuple[str, int] | None = None       # --localise LOOP[:w]; None: off
+    localise: tuple[str, int] | None = None       # --localise LOOP[:w]
+    # no --localise: localise where the analytic model predicts fewer global accesses
+    # (seed 001; memory.localcode.auto_localise); --no-localise: never
+    localise_auto: bool = True
     reorg: str = "auto"                           # auto | move | modulo (seed 001 §4.4)
     # --time-tiling T[,S1,...]: time-skewed tiles launched by wavefront (issue 5); () off
     time_tiling: tuple[int, ...] = ()
@@ -65,7 +68,7 @@ class Options:
         """What the generated code depends on (for compile caches)."""
         return (self.tile, self.block, self.mapping, self.reductions, self.shared, self.shared_mem, self.registers,
                 self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
-                self.localise, self.reorg, self.layout, self.keep_register_buffers, self.vector,
+                self.localise, self.localise_auto, self.reorg, self.layout, self.keep_register_buffers, self.vector,
                 self.time_tiling,
                 tuple(sorted(self.sizes.items())) if self.tile_auto or self.localise else None)
 
@@ -170,7 +173,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--localise", metavar="LOOP[:w]",
                    help="keep what the sequential loop LOOP reuses in shared memory, with a "
                         "window of w steps (seed 001)")
-    p.add_argument("--no-localise", dest="localise", action="store_const", const=None)
+    p.add_argument("--no-localise", dest="no_localise", action="store_true",
+                   help="never localise (default: where the analytic model predicts fewer "
+                        "global accesses)")
     p.add_argument("--time-tiling", metavar="T[,S1,...]", default=None,
                    help="time-skewed tiles of the stencil's time band (T time steps, S spatial "
                         "points, default 32), one launch per wavefront (off by default)")
@@ -227,7 +232,8 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
     if not ns.autotune_budget > 0:
         raise OptionsError(f"--autotune-budget must be a positive number of seconds, got "
                            f"{ns.autotune_budget}")
-    return Options(localise=_localise(ns.localise), reorg=ns.reorg,
+    return Options(localise=None if ns.no_localise else _localise(ns.localise),
+                   localise_auto=not ns.no_localise, reorg=ns.reorg,
                    time_tiling=_ints(ns.time_tiling, "--time-tiling") if ns.time_tiling else (),
                    sizes=parse_sizes(ns.size), inputs=ns.inputs, seed=ns.seed,
                    target=ns.target, tile=levels[0] if levels else None, tile_levels=levels,

@@ -157,7 +157,7 @@ def _sizes(text):
 def test_sor_sequential_localised_matches_cpu_and_the_io_sets(sizes, reorg):
     """Fig. 4(b): one thread, L of three slots; the emulator's global loads/stores
     fall by exactly what the move-in/move-out sets predict."""
-    base = _run("sor-1d-seq.c", sizes)
+    base = _run("sor-1d-seq.c", sizes, "--no-localise")
     loc_run = _run("sor-1d-seq.c", sizes, "--localise", "i", "--reorg", reorg)
     assert loc_run["ok"] and loc_run["max_abs_err"] == 0
     assert any("lc0_A[3]" in n and f"reorganisation: {'modulo' if reorg == 'auto' else 'move'}"
@@ -174,7 +174,7 @@ def test_sor_sequential_localised_matches_cpu_and_the_io_sets(sizes, reorg):
 def test_gemm_k_loop_localised_per_thread():
     """gemm's k loop runs inside each thread: C[i][j] stays in the thread's row of L
     (loaded once, stored once); A and B have no reuse along k and stay global."""
-    base = _run("gemm.c", "N=40", "--no-shared", "--no-registers")
+    base = _run("gemm.c", "N=40", "--no-shared", "--no-registers", "--no-localise")
     out = _run("gemm.c", "N=40", "--no-shared", "--no-registers", "--localise", "k")
     assert out["ok"]
     n = 40
@@ -209,10 +209,29 @@ def test_localise_options():
     assert parse_options("--localise t:2").localise == ("t", 2)
     assert parse_options("--localise k").localise == ("k", 1)
     assert parse_options("--localise k --no-localise").localise is None
+    assert parse_options("").localise_auto and not parse_options("--no-localise").localise_auto
+    assert parse_options("--no-localise").key() != parse_options("").key()
     assert parse_options("--localise k").key() != parse_options("").key()
     for bad in ("--localise 3", "--localise t:0", "--localise t:x"):
         with pytest.raises(OptionsError):
             parse_options(bad)
+
+
+@pytest.mark.parametrize("sizes", ["m=3,n=10", "m=4,n=37"])
+def test_default_localises_where_the_model_predicts_fewer_accesses(sizes):
+    """Issue 5: without --localise the analytic model decides.  1d-SOR's one-thread
+    kernel keeps A[i-1..i+1] in L by default (as --localise i does); --no-localise
+    turns it off; gemm's k loop is left alone (C is in registers, A and B are not
+    reused along k)."""
+    off = _run("sor-1d-seq.c", sizes, "--no-localise")
+    auto = _run("sor-1d-seq.c", sizes)
+    forced = _run("sor-1d-seq.c", sizes, "--localise", "i")
+    assert auto["ok"] and auto["max_abs_err"] == 0
+    assert any("localised along i by default" in n for n in auto["notes"]), auto["notes"]
+    assert auto["global_loads"] == forced["global_loads"] < off["global_loads"]
+    assert not any("by default" in n for n in off["notes"])
+    gemm = _run("gemm.c", "N=24")
+    assert not any("localised along" in n for n in gemm["notes"])
 
 
 def test_localise_names_no_kernel_loop():

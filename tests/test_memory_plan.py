@@ -58,8 +58,11 @@ def test_gemm_global_loads_equal_the_copy_sets(n):
             assert c_buf.level == "block"      # hoisted out of the k sub-tile loop (000 §4.2)
         assert r.counters["loads"] == loads
         assert r.counters["stores"] == stores == n * n
-    _, r0 = _compile_run("gemm", sizes, shared="none", registers=False)
+    _, r0 = _compile_run("gemm", sizes, shared="none", registers=False, localise_auto=False)
     assert r0.counters["loads"] == 3 * n ** 3          # C, A, B per iteration
+    # by default C is then localised along k instead (seed 001): n² loads, not n³
+    _, r1 = _compile_run("gemm", sizes, shared="none", registers=False)
+    assert r1.counters["loads"] == 2 * n ** 3 + n ** 2
     assert r0.counters["loads"] / r.counters["loads"] == pytest.approx(3 * n ** 3 / loads)
 
 

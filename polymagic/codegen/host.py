@@ -7,7 +7,7 @@ and each :class:`kir.Launch` becomes ``launch(name, (gx, gy, gz), {host vars})``
 from __future__ import annotations
 
 from .. import kir
-from ..expr import PyPrinter
+from ..expr import Int, PyPrinter
 
 _PRELUDE = '''def _tdiv(a, b):
     q = abs(a) // abs(b)
@@ -38,6 +38,8 @@ def _stmts(program: kir.Program, body: list[kir.Stmt], pr: PyPrinter, depth: int
         if isinstance(s, kir.Loop):
             out.append(f"{ind}for {s.var} in range({pr(s.lower)}, {pr(s.upper)} + 1, {s.step}):")
             out.extend(_stmts(program, s.body, pr, depth + 1) or [f"{ind}    pass"])
+        elif isinstance(s, kir.If) and s.cond == Int(1) and not s.orelse:
+            out.extend(_stmts(program, s.then, pr, depth))    # a C scope; Python has none
         elif isinstance(s, kir.If):
             out.append(f"{ind}if {pr(s.cond)}:")
             out.extend(_stmts(program, s.then, pr, depth + 1) or [f"{ind}    pass"])

@@ -219,7 +219,17 @@ def _one_piece(rho: isl.PwAff, domain: isl.Set) -> isl.PwAff:
 
 def _box_index(c: isl.Map) -> tuple[list[isl.PwAff], list[int | None]]:
     """Bounding-box layout (the fallback): subscripts ``x_d − lo_d(p)`` and the
-    largest extent of each dimension (None if it grows with the sizes)."""
+    largest extent of each dimension (None if it grows with the sizes).  Bounded
+    by isl's operation budget (a skewed cached set's lexmin ran for minutes, fuzz
+    finding 30): :class:`LocaliseError` past it."""
+    try:
+        with OperationBudget(c.get_ctx(), COUNT_OPERATIONS):
+            return _box_index_unbounded(c)
+    except isl.Error as e:
+        raise LocaliseError("its bounding box took too many isl operations") from e
+
+
+def _box_index_unbounded(c: isl.Map) -> tuple[list[isl.PwAff], list[int | None]]:
     n = c.dim(isl.dim_type.out)
     wrapped = c.wrap()
     sp = wrapped.get_space()
@@ -301,15 +311,20 @@ def _wrapped_shift(sp: isl.Space) -> isl.MultiAff:
 
 
 def localise(scop: Scop, prefix: isl.UnionMap, array: str, window: int = 1,
-             refs: list[tuple[str, int]] | None = None) -> Localisation:
+             refs: list[tuple[str, int]] | None = None, require_reuse: bool = False
+             ) -> Localisation:
     """Seed 001 §4.1, §4.2 and §4.4 for ``array`` along the last dimension of
-    ``prefix`` (statement instances -> ``[outer..., t]``)."""
+    ``prefix`` (statement instances -> ``[outer..., t]``).  ``require_reuse``: raise
+    :class:`LocaliseError` before counting when nothing is kept from one step to the
+    next (G empty), the cheap answer the planner needs."""
     spaces = [d for d in data_spaces(scop, prefix, {array})
               if refs is None or (d.stmt, d.ref) in refs]
     if not spaces:
         raise LocaliseError(f"{array} is not accessed inside the loop")
     cj = _union([d.relation for d in spaces])
     c, i, o, g = access_sets(cj, window)
+    if require_reuse and g.is_empty():
+        raise LocaliseError("no reuse from one step to the next: G is empty")
     notes = []
     count, rho, why = None, None, "counting it took too long"
     try:

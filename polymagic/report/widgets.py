@@ -237,13 +237,15 @@ class Explorer:
             elif fld == "localise":            # --localise LOOP[:w]: a loop and a window
                 loops = list(dict.fromkeys(it for st in self.compiled.scop.statements
                                            for it in st.iterators))
-                choices = [("off", None)] + [(f"{lp} (w={w_})", (lp, w_)) for lp in loops
-                                             for w_ in (1, 2)]
+                # auto: where the analytic model predicts fewer global accesses
+                choices = [("auto", None), ("off", "off")] + [
+                    (f"{lp} (w={w_})", (lp, w_)) for lp in loops for w_ in (1, 2)]
                 if current is not None and current not in [v for _, v in choices]:
                     choices.append((f"{current[0]} (w={current[1]})", tuple(current)))
-                w = W.Dropdown(options=choices, value=None if current is None else
-                               tuple(current), description="localise", style=style,
-                               layout=W.Layout(width="240px"))
+                value = tuple(current) if current is not None else (
+                    None if getattr(self.base, "localise_auto", True) else "off")
+                w = W.Dropdown(options=choices, value=value, description="localise",
+                               style=style, layout=W.Layout(width="240px"))
             else:
                 on = bool(current) if fld and not fld.startswith("no_") else \
                     (not current if fld else False)
@@ -340,6 +342,9 @@ class Explorer:
             if fld is None:
                 continue
             v = c[name].value
+            if fld == "localise":
+                stages["localise_auto"] = v != "off"
+                v = None if v == "off" else v
             stages[fld] = (not v) if fld.startswith("no_") and isinstance(v, bool) else v
         return self.base.with_(tile=tile or None, tile_levels=(tile,) if tile else (),
                                tile_auto=False, block=block, shared=c["shared"].value,
