@@ -26,8 +26,8 @@ from .. import kir
 from ..options import Options
 from ..scop import Scop
 from .registers import RegisterPlan
-from .scratchpad import (Box, Partition, bounding_box, copy_in_hull, data_spaces, partition,
-                         reuse)
+from .scratchpad import (Box, DataSpace, Partition, bounding_box, copy_in_hull, data_spaces,
+                         partition, reuse)
 
 #: Largest static shared memory a block may declare without the opt-in attribute.
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -73,13 +73,12 @@ def _prefix(node: isl.ScheduleNode) -> isl.UnionMap:
     return node.get_prefix_schedule_union_map().intersect_domain(node.get_domain())
 
 
-def _candidates(scop: Scop, prefix: isl.UnionMap, options: Options,
-                arrays: list[str], fixed: isl.UnionMap | None
+def _candidates(scop: Scop, spaces: list[DataSpace], options: Options
                 ) -> list[tuple[Partition, Box, bool, str]]:
-    """Partitions of the given arrays at one level with their boxes and decisions."""
+    """Partitions of the given data spaces (one level) with their boxes and decisions."""
     out = []
     sample = {p: 100 for p in scop.size_params}
-    for part in partition(data_spaces(scop, prefix, set(arrays), fixed)):
+    for part in partition(spaces):
         box = bounding_box(part.union(), scop.context)
         if options.shared == "all":
             ok, why = True, "--shared all: every partition is buffered"
@@ -218,24 +217,31 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
     footprint fits a fixed buffer), else at the inner (sub-tile) level.
     """
     mem = KernelMemory()
-    arrays = sorted({a.array for s in scop.statements for a in s.accesses
-                     if not _prefix(inner).domain().extract_set(s.domain.get_space()).is_empty()},
-                    key=list(scop.arrays).index)
-    pre_outer, pre_inner = _prefix(outer), _prefix(inner)
+    pre_inner = _prefix(inner)
+    writes = pre_inner.domain()            # the kernel's statement instances
+    here = [s for s in scop.statements
+            if not writes.extract_set(s.domain.get_space()).is_empty()]
+    arrays = sorted({a.array for s in here for a in s.accesses}, key=list(scop.arrays).index)
     same_level = outer.is_equal(inner)
+    pre_outer = pre_inner if same_level else _prefix(outer)
     chosen: list[BufferPlan] = []
-    writes = _prefix(inner).domain()
+    found: dict[int, list[DataSpace]] = {}
+
+    def spaces_at(prefix: isl.UnionMap, array: str) -> list[DataSpace]:
+        """The data spaces of ``array`` at one level (those of every array are
+        computed once per level: one reversal and domain of the prefix)."""
+        if id(prefix) not in found:
+            found[id(prefix)] = data_spaces(scop, prefix, set(arrays), fixed)
+        return [d for d in found[id(prefix)] if d.array == array]
     for array in arrays:
         # an array the kernel writes: other blocks may write inside this block's box,
         # so only the elements it reads are loaded (a box would race; fuzz finding 10)
-        written = any(a.array == array and a.is_write and not
-                      writes.extract_set(s.domain.get_space()).is_empty()
-                      for s in scop.statements for a in s.accesses)
+        written = any(a.array == array and a.is_write for s in here for a in s.accesses)
         level, prefix = "block", pre_outer
-        cands = _candidates(scop, pre_outer, options, [array], fixed)
+        cands = _candidates(scop, spaces_at(pre_outer, array), options)
         if not same_level and not all(box.bounded for _, box, _, _ in cands):
             level, prefix = "sub-tile", pre_inner
-            cands = _candidates(scop, pre_inner, options, [array], fixed)
+            cands = _candidates(scop, spaces_at(pre_inner, array), options)
         reasons = []
         for part, box, ok, why in cands:
             if not ok:

@@ -65,11 +65,21 @@ class Partition:
     def writes(self) -> list[DataSpace]:
         return [d for d in self.spaces if d.is_write]
 
+    #: unions already computed, by the ids of the data spaces united (the planner asks
+    #: for the same union up to four times: box, reuse, copy-in hull, dataflow)
+    _unions: dict = field(default_factory=dict, repr=False, compare=False)
+
     def union(self, spaces: list[DataSpace] | None = None) -> isl.Map | None:
-        out = None
-        for d in self.spaces if spaces is None else spaces:
-            out = d.relation if out is None else out.union(d.relation)
-        return out.coalesce() if out is not None else None
+        """The coalesced union of the data spaces (all, or ``spaces``); memoised,
+        isl objects being immutable."""
+        spaces = self.spaces if spaces is None else spaces
+        key = tuple(id(d) for d in spaces)
+        if key not in self._unions:
+            out = None
+            for d in spaces:
+                out = d.relation if out is None else out.union(d.relation)
+            self._unions[key] = out.coalesce() if out is not None else None
+        return self._unions[key]
 
     @property
     def copy_in(self) -> isl.Map | None:
@@ -168,8 +178,9 @@ def data_spaces(scop: Scop, prefix: isl.UnionMap, arrays: set[str] | None = None
     """
     out: list[DataSpace] = []
     inv = prefix.reverse()
+    instances = prefix.domain()
     for s in scop.statements:
-        dom = prefix.domain().extract_set(s.domain.get_space())
+        dom = instances.extract_set(s.domain.get_space())
         if dom.is_empty():
             continue
         for k, acc in enumerate(s.accesses):
