@@ -62,6 +62,10 @@ class _Lowerer:
         self.build: isl.AstBuild | None = None
         self.made: dict[str, kir.Launch] = {}
         self.n_tree_sync = 0
+        # memoised isl work: printed subscripts by (AST point, access, buffer), and a
+        # buffer's lower bounds on a statement's instances by (buffer, statement)
+        self.indices: dict[tuple, tuple[isl.AstBuild, tuple[Expr, ...] | None]] = {}
+        self.prefixes: dict[tuple[str, str], list[isl.PwAff]] = {}
 
     def block(self, node: isl.AstNode, in_kernel: bool) -> list[kir.Stmt]:
         t = node.get_type()
@@ -297,13 +301,17 @@ class _Lowerer:
                        build: isl.AstBuild, iters: isl.PwMultiAff | None):
         index = None
         if iters is not None:
-            affs = _access_affs(stmt.accesses[k].relation)
-            if affs is not None and buf is not None:
-                prefix = _stmt_prefix(buf, stmt)
-                affs = [f.sub(g.pullback_pw_multi_aff(prefix).align_params(f.get_space()))
-                        for f, g in zip(affs, buf.lower)]
-            if affs is not None:
-                index = _build_index(build, iters, affs)
+            # a reference repeated in the statement (the target of ``+=`` read and
+            # written, ``A[i] + A[i]``) has the same subscripts at this AST point:
+            # isl prints them once
+            key = (id(build), str(stmt.accesses[k].relation), buf.name if buf else None)
+            if key in self.indices:
+                index = self.indices[key][1]
+            else:
+                affs = self.subscripts(stmt, k, buf)
+                if affs is not None:
+                    index = _build_index(build, iters, affs)
+                self.indices[key] = (build, index)     # the build kept alive: its id stays its own
         name = buf.name if buf is not None else acc.array
 
         def lowered(a: Access) -> Access:
@@ -315,6 +323,18 @@ class _Lowerer:
                  for lb in buf.lower]
             return Access(name, tuple(Binary("-", i, gi) for i, gi in zip(a.index, g)))
         return lowered
+
+    def subscripts(self, stmt, k: int, buf: BufferPlan | None) -> list[isl.PwAff] | None:
+        """The subscripts of access ``k`` of ``stmt`` on the statement's instance; for a
+        buffered reference the local ones, ``F'(y) - g`` with ``g`` at the prefix."""
+        affs = _access_affs(stmt.accesses[k].relation)
+        if affs is None or buf is None:
+            return affs
+        pkey = (buf.name, stmt.name)
+        if pkey not in self.prefixes:
+            prefix = _stmt_prefix(buf, stmt)
+            self.prefixes[pkey] = [g.pullback_pw_multi_aff(prefix) for g in buf.lower]
+        return [f.sub(g.align_params(f.get_space())) for f, g in zip(affs, self.prefixes[pkey])]
 
     def buffers_of(self, stmt: str) -> list[BufferPlan]:
         return [b for plan in self.mapping.plans.values() if plan.memory
