@@ -152,7 +152,22 @@ def _linear_rows(relation: isl.Map) -> list[list[int]]:
     return rows
 
 
+#: access_rank's results by the printed relations (they do not depend on tile sizes:
+#: the explorer's regenerations ask for the same ones again)
+_RANKS: dict[tuple[str, str], tuple[int, int]] = {}
+
+
 def access_rank(relation: isl.Map, fixed: isl.Map | None = None) -> tuple[int, int]:
+    """:func:`_access_rank`, memoised by the printed relations."""
+    key = (str(relation), str(fixed) if fixed is not None else "")
+    if key not in _RANKS:
+        if len(_RANKS) > 4096:
+            _RANKS.clear()
+        _RANKS[key] = _access_rank(relation, fixed)
+    return _RANKS[key]
+
+
+def _access_rank(relation: isl.Map, fixed: isl.Map | None = None) -> tuple[int, int]:
     """(rank, dimension) of an access for condition (1) of seed 000 §3.1.1.
 
     ``fixed`` maps the statement to the outer loops that are constant within the
@@ -241,9 +256,9 @@ def _volume(rel: isl.Map, sample: dict[str, int] | None) -> int | None:
             rel = rel.fix_val(isl.dim_type.param, pos, isl.Val(sample.get(name, 0)))
     s = rel.range() if rel.dim(isl.dim_type.in_) == 0 else \
         rel.intersect_domain(rel.domain().lexmin()).range()
-    for pos in range(s.dim(isl.dim_type.param)):      # every parameter fixed: a count
-        name = s.get_dim_name(isl.dim_type.param, pos)
-        s = s.fix_val(isl.dim_type.param, pos, isl.Val((sample or {}).get(name, 0)))
+    if not sample:                   # (with a sample every parameter is fixed already)
+        for pos in range(s.dim(isl.dim_type.param)):  # every parameter fixed: a count
+            s = s.fix_val(isl.dim_type.param, pos, isl.Val(0))
     try:
         c = s.count_val()
     except isl.Error:
@@ -290,9 +305,10 @@ def bounding_box(rel: isl.Map, context: isl.Set) -> Box:
     rel = isl.Map.from_basic_map(rel.intersect_params(context).simple_hull())
     deltas = None
     lower, extents = [], []
+    w = _wrapped(rel)
     for d in range(rel.dim(isl.dim_type.out)):
         lo = rel.dim_min(d).coalesce()
-        simple = _single_piece_lower(lo, rel, d)
+        simple = _single_piece_lower(lo, rel, d, w)
         if simple is not None:
             lo, ext = simple
         else:
@@ -307,18 +323,24 @@ def bounding_box(rel: isl.Map, context: isl.Set) -> Box:
     return Box(lower, extents)
 
 
-def _single_piece_lower(lo: isl.PwAff, rel: isl.Map, d: int
+def _wrapped(rel: isl.Map) -> isl.Set:
+    """``{ [p, a, params] }``: the relation wrapped, parameters turned into variables."""
+    w = rel.wrap()
+    return w.move_dims(isl.dim_type.set, w.dim(isl.dim_type.set), isl.dim_type.param, 0,
+                       w.dim(isl.dim_type.param))
+
+
+def _single_piece_lower(lo: isl.PwAff, rel: isl.Map, d: int, w: isl.Set | None = None
                         ) -> tuple[isl.PwAff, int] | None:
     """An affine lower bound g' <= lo valid for every block, with its extent
     max(a_d - g'(p)) + 1, or None.  ``lo`` itself when it has one piece; else the
-    piece of the interior blocks when it stays below ``lo`` at the borders."""
+    piece of the interior blocks when it stays below ``lo`` at the borders.  ``w``
+    is :func:`_wrapped` of ``rel`` (computed once per box)."""
     pieces: list[tuple[isl.Set, isl.Aff]] = []
     lo.foreach_piece(lambda st, aff: pieces.append((st, aff)))
     dom = lo.domain()
     nin = rel.dim(isl.dim_type.in_)
-    w = rel.wrap()                       # { [p, a] }, parameters turned into variables
-    w = w.move_dims(isl.dim_type.set, w.dim(isl.dim_type.set), isl.dim_type.param, 0,
-                    w.dim(isl.dim_type.param))
+    w = _wrapped(rel) if w is None else w
     for _, aff in pieces:
         if aff.involves_dims(isl.dim_type.param, 0, aff.dim(isl.dim_type.param)):
             continue
