@@ -10,6 +10,7 @@ tile becomes the point-loop iterator).
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import islpy as isl
@@ -65,7 +66,7 @@ class _Lowerer:
         # memoised isl work: printed subscripts by (AST point, access, buffer), and a
         # buffer's lower bounds on a statement's instances by (buffer, statement)
         self.indices: dict[tuple, tuple[isl.AstBuild, tuple[Expr, ...] | None]] = {}
-        self.prefixes: dict[tuple[str, str], list[isl.PwAff]] = {}
+        self.prefixes: dict[tuple[str, str, bool], tuple[bool, list[isl.PwAff]]] = {}
 
     def block(self, node: isl.AstNode, in_kernel: bool) -> list[kir.Stmt]:
         t = node.get_type()
@@ -224,7 +225,8 @@ class _Lowerer:
         p, a = args[:len(args) - na], args[len(args) - na:]
         local = None
         if iters is not None:
-            local = _build_index(build, iters, _copy_local_index(name, len(p), buf))
+            local = _build_index(build, iters, _copy_local_index(name, len(p), buf,
+                                                                 iters.n_piece() == 1))
         if local is None:
             env = {f"p{i}": e for i, e in enumerate(p)}
             local = tuple(Binary("-", ai, substitute(_prefix_expr(g), env))
@@ -308,7 +310,7 @@ class _Lowerer:
             if key in self.indices:
                 index = self.indices[key][1]
             else:
-                affs = self.subscripts(stmt, k, buf)
+                affs = self.subscripts(stmt, k, buf, iters.n_piece() == 1)
                 if affs is not None:
                     index = _build_index(build, iters, affs)
                 self.indices[key] = (build, index)     # the build kept alive: its id stays its own
@@ -324,17 +326,25 @@ class _Lowerer:
             return Access(name, tuple(Binary("-", i, gi) for i, gi in zip(a.index, g)))
         return lowered
 
-    def subscripts(self, stmt, k: int, buf: BufferPlan | None) -> list[isl.PwAff] | None:
+    def subscripts(self, stmt, k: int, buf: BufferPlan | None, bare: bool = False
+                   ) -> list[isl.PwAff] | None:
         """The subscripts of access ``k`` of ``stmt`` on the statement's instance; for a
-        buffered reference the local ones, ``F'(y) - g`` with ``g`` at the prefix."""
+        buffered reference the local ones, ``F'(y) - g`` with ``g`` at the prefix.
+        With ``bare`` (one-piece iterator map: :func:`_build_index` drops one-piece
+        domains) one-piece functions lose their domains before they are combined."""
         affs = _access_affs(stmt.accesses[k].relation)
         if affs is None or buf is None:
             return affs
-        pkey = (buf.name, stmt.name)
+        pkey = (buf.name, stmt.name, bare)
         if pkey not in self.prefixes:
             prefix = _stmt_prefix(buf, stmt)
-            self.prefixes[pkey] = [g.pullback_pw_multi_aff(prefix) for g in buf.lower]
-        return [f.sub(g.align_params(f.get_space())) for f, g in zip(affs, self.prefixes[pkey])]
+            bare = bare and prefix.n_piece() == 1     # else the pieces keep their domains
+            self.prefixes[pkey] = (bare, [(_universal(g) if bare else g)
+                                          .pullback_pw_multi_aff(prefix) for g in buf.lower])
+        bare, gs = self.prefixes[pkey]
+        if bare:
+            affs = [_universal(f) for f in affs]
+        return [f.sub(g.align_params(f.get_space())) for f, g in zip(affs, gs)]
 
     def buffers_of(self, stmt: str) -> list[BufferPlan]:
         return [b for plan in self.mapping.plans.values() if plan.memory
@@ -512,19 +522,28 @@ def _access_affs(relation: isl.Map) -> list[isl.PwAff] | None:
     return [pma.get_pw_aff(i) for i in range(relation.dim(isl.dim_type.out))]
 
 
-def _copy_local_index(stmt: str, n_prefix: int, buf: BufferPlan) -> list[isl.PwAff]:
-    """``a - g(p)`` on the copy statement's space ``stmt[p..., a...]``."""
+def _copy_local_index(stmt: str, n_prefix: int, buf: BufferPlan, bare: bool = False
+                      ) -> list[isl.PwAff]:
+    """``a - g(p)`` on the copy statement's space ``stmt[p..., a...]``; with ``bare``
+    a one-piece ``g`` loses its domain first (:func:`_build_index` would drop it)."""
     na = len(buf.extents)
     params = buf.lower[0].get_space().params() if buf.lower else None
     dims = [f"p{i}" for i in range(n_prefix)] + [f"a{i}" for i in range(na)]
     pnames = ", ".join(params.get_var_names(isl.dim_type.param)) if params is not None else ""
-    proj = isl.MultiAff(f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> "
-                        f"[{', '.join(dims[:n_prefix])}] }}")
+    proj = _parsed(isl.MultiAff, f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> "
+                                 f"[{', '.join(dims[:n_prefix])}] }}")
     out = []
     for i, g in enumerate(buf.lower):
-        a = isl.PwAff(f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> [(a{i})] }}")
-        out.append(a.sub(g.pullback_multi_aff(proj)))
+        a = _parsed(isl.PwAff, f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> [(a{i})] }}")
+        out.append(a.sub((_universal(g) if bare else g).pullback_multi_aff(proj)))
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(cls, text: str):
+    """``cls(text)``, parsed once (isl objects are immutable; the copy statements'
+    spaces come back at every regeneration)."""
+    return cls(text)
 
 
 #: subscripts with more pieces than this are substituted instead of printed by isl
