@@ -248,12 +248,19 @@ def partition(spaces: list[DataSpace]) -> list[Partition]:
     return parts
 
 
-def _volume(rel: isl.Map, sample: dict[str, int] | None) -> int | None:
-    """Number of elements of a data space for one block (the first block), or None."""
-    if sample:
-        for pos in range(rel.dim(isl.dim_type.param)):
-            name = rel.get_dim_name(isl.dim_type.param, pos)
-            rel = rel.fix_val(isl.dim_type.param, pos, isl.Val(sample.get(name, 0)))
+def _fixed(rel: isl.Map, sample: dict[str, int]) -> isl.Map:
+    """``rel`` at the sample values of its parameters (0 for those not in it)."""
+    for pos in range(rel.dim(isl.dim_type.param)):
+        name = rel.get_dim_name(isl.dim_type.param, pos)
+        rel = rel.fix_val(isl.dim_type.param, pos, isl.Val(sample.get(name, 0)))
+    return rel
+
+
+def _volume(rel: isl.Map, sample: dict[str, int] | None, fixed: bool = False) -> int | None:
+    """Number of elements of a data space for one block (the first block), or None;
+    ``fixed``: ``rel`` is already :func:`_fixed` at ``sample``."""
+    if sample and not fixed:
+        rel = _fixed(rel, sample)
     s = rel.range() if rel.dim(isl.dim_type.in_) == 0 else \
         rel.intersect_domain(rel.domain().lexmin()).range()
     if not sample:                   # (with a sample every parameter is fixed already)
@@ -279,9 +286,11 @@ def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = N
     if not total:
         return False, "volume unknown"
     overlap = 0
-    for i, a in enumerate(part.spaces):
-        for b in part.spaces[i + 1:]:
-            overlap += _volume(a.relation.intersect(b.relation), sample) or 0
+    # the pairwise overlaps at the sample: each space fixed once, not each pair
+    rels = [_fixed(d.relation, sample) if sample else d.relation for d in part.spaces]
+    for i, a in enumerate(rels):
+        for b in rels[i + 1:]:
+            overlap += _volume(a.intersect(b), sample, fixed=True) or 0
     frac = overlap / total
     if frac > delta:
         return True, f"constant reuse: overlap {frac:.0%} of the volume > δ={delta:.0%}"
