@@ -131,31 +131,50 @@ def _as_map(um: isl.UnionMap, like: isl.Map) -> isl.Map | None:
     return None if out.is_empty() else out
 
 
-def live_in(scop: Scop, prefix: isl.UnionMap, part: Partition) -> isl.Map | None:
+def live_in(scop: Scop, prefix: isl.UnionMap, part: Partition, cache: dict | None = None
+            ) -> isl.Map | None:
     """Seed 000 §3.1.4: only the elements a block (one value of ``prefix``) reads
     before it writes them are copied in.  isl's dataflow analysis on accesses keyed
     by ``[block -> element]`` finds, for every read of the partition, the last write
     of the same element in the same block; the reads without one (may_no_source)
-    are the copy-in set ``{ [prefix] -> A[a] }`` (None when empty)."""
+    are the copy-in set ``{ [prefix] -> A[a] }`` (None when empty).  ``cache`` (one
+    dict per planned kernel, ``prefix`` alive while it is used) keeps what the
+    partitions of one array at one level share: the writes and the schedule."""
     full = part.copy_in
     if full is None:
         return None
-    dom = prefix.domain()
+    shared = _flow_sources(scop, prefix, part.array, {} if cache is None else cache)
+    dom = shared["dom"]
     reads = _refs_rel(scop, dom, part.array,
                       lambda st, k, a: not a.is_write and any(
                           d.stmt == st and d.ref == k for d in part.reads))
-    writes = _refs_rel(scop, dom, part.array, lambda st, k, a: a.is_write)
     if reads is None:
         return None
-    if writes is None:
+    if shared["writes"] is None:
         return full
     space = prefix.get_space()
-    sched = scop.schedule.intersect_domain(dom)
     info = isl.UnionAccessInfo.from_sink(prefix.range_product(reads.align_params(space)))
-    info = info.set_must_source(prefix.range_product(writes.align_params(space)))
-    info = info.set_schedule_map(sched.align_params(space))
+    info = info.set_must_source(shared["sources"])
+    info = info.set_schedule_map(shared["schedule"])
     exposed = info.compute_flow().get_may_no_source()
     return _as_map(exposed.range().unwrap(), full)
+
+
+def _flow_sources(scop: Scop, prefix: isl.UnionMap, array: str, cache: dict) -> dict:
+    """:func:`live_in`'s inputs that do not depend on the partition: the block's
+    instances, the writes of ``array`` keyed by block, the schedule (memoised in
+    ``cache`` by the prefix's identity and the array)."""
+    key = (id(prefix), array)
+    if key not in cache:
+        dom = prefix.domain()
+        writes = _refs_rel(scop, dom, array, lambda st, k, a: a.is_write)
+        out = {"prefix": prefix, "dom": dom, "writes": writes}
+        if writes is not None:
+            space = prefix.get_space()
+            out["sources"] = prefix.range_product(writes.align_params(space))
+            out["schedule"] = scop.schedule.intersect_domain(dom).align_params(space)
+        cache[key] = out
+    return cache[key]
 
 
 def live_out(scop: Scop, prefix: isl.UnionMap, part: Partition) -> isl.Map | None:
@@ -226,6 +245,7 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
     pre_outer = pre_inner if same_level else _prefix(outer)
     chosen: list[BufferPlan] = []
     found: dict[int, list[DataSpace]] = {}
+    flows: dict = {}                       # live_in's shared inputs
 
     def spaces_at(prefix: isl.UnionMap, array: str) -> list[DataSpace]:
         """The data spaces of ``array`` at one level (those of every array are
@@ -255,7 +275,7 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
             buf = vectorise(scop, options, BufferPlan(
                 name, array, scop.arrays[array].ctype, tuple(box.extents), box.lower, prefix,
                 [(d.stmt, d.ref) for d in part.spaces], level, why,
-                live_in(scop, prefix, part) if written else
+                live_in(scop, prefix, part, flows) if written else
                 copy_in_hull(part, _array_bounds(scop, array)),
                 live_out(scop, prefix, part)))
             chosen.append(buf)

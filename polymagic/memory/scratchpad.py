@@ -354,7 +354,7 @@ def _single_piece_lower(lo: isl.PwAff, rel: isl.Map, d: int, w: isl.Set | None =
         if aff.involves_dims(isl.dim_type.param, 0, aff.dim(isl.dim_type.param)):
             continue
         g = isl.PwAff.from_aff(aff).intersect_domain(dom)
-        if not dom.is_subset(g.le_set(lo)):
+        if len(pieces) > 1 and not dom.is_subset(g.le_set(lo)):   # (one piece: g is lo)
             continue
         h = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(w.get_space()))
         h = h.set_coefficient_val(isl.dim_type.in_, nin + d, isl.Val(1))
