@@ -10,6 +10,7 @@ tile becomes the point-loop iterator).
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import islpy as isl
@@ -63,6 +64,10 @@ class _Lowerer:
         self.build: isl.AstBuild | None = None
         self.made: dict[str, kir.Launch] = {}
         self.n_tree_sync = 0
+        # memoised isl work: printed subscripts by (AST point, access, buffer), and a
+        # buffer's lower bounds on a statement's instances by (buffer, statement)
+        self.indices: dict[tuple, tuple[isl.AstBuild, tuple[Expr, ...] | None]] = {}
+        self.prefixes: dict[tuple[str, str, bool], tuple[bool, list[isl.PwAff]]] = {}
 
     def block(self, node: isl.AstNode, in_kernel: bool) -> list[kir.Stmt]:
         t = node.get_type()
@@ -221,7 +226,8 @@ class _Lowerer:
         p, a = args[:len(args) - na], args[len(args) - na:]
         local = None
         if iters is not None:
-            local = _build_index(build, iters, _copy_local_index(name, len(p), buf))
+            local = _build_index(build, iters, _copy_local_index(name, len(p), buf,
+                                                                 iters.n_piece() == 1))
         if local is None:
             env = {f"p{i}": e for i, e in enumerate(p)}
             local = tuple(Binary("-", ai, substitute(_prefix_expr(g), env))
@@ -298,13 +304,17 @@ class _Lowerer:
                        build: isl.AstBuild, iters: isl.PwMultiAff | None):
         index = None
         if iters is not None:
-            affs = _access_affs(stmt.accesses[k].relation)
-            if affs is not None and buf is not None:
-                prefix = _stmt_prefix(buf, stmt)
-                affs = [f.sub(g.pullback_pw_multi_aff(prefix).align_params(f.get_space()))
-                        for f, g in zip(affs, buf.lower)]
-            if affs is not None:
-                index = _build_index(build, iters, affs)
+            # a reference repeated in the statement (the target of ``+=`` read and
+            # written, ``A[i] + A[i]``) has the same subscripts at this AST point:
+            # isl prints them once
+            key = (id(build), str(stmt.accesses[k].relation), buf.name if buf else None)
+            if key in self.indices:
+                index = self.indices[key][1]
+            else:
+                affs = self.subscripts(stmt, k, buf, iters.n_piece() == 1)
+                if affs is not None:
+                    index = _build_index(build, iters, affs)
+                self.indices[key] = (build, index)     # the build kept alive: its id stays its own
         name = buf.name if buf is not None else acc.array
 
         def lowered(a: Access) -> Access:
@@ -316,6 +326,26 @@ class _Lowerer:
                  for lb in buf.lower]
             return Access(name, tuple(Binary("-", i, gi) for i, gi in zip(a.index, g)))
         return lowered
+
+    def subscripts(self, stmt, k: int, buf: BufferPlan | None, bare: bool = False
+                   ) -> list[isl.PwAff] | None:
+        """The subscripts of access ``k`` of ``stmt`` on the statement's instance; for a
+        buffered reference the local ones, ``F'(y) - g`` with ``g`` at the prefix.
+        With ``bare`` (one-piece iterator map: :func:`_build_index` drops one-piece
+        domains) one-piece functions lose their domains before they are combined."""
+        affs = _access_affs(stmt.accesses[k].relation)
+        if affs is None or buf is None:
+            return affs
+        pkey = (buf.name, stmt.name, bare)
+        if pkey not in self.prefixes:
+            prefix = _stmt_prefix(buf, stmt)
+            bare = bare and prefix.n_piece() == 1     # else the pieces keep their domains
+            self.prefixes[pkey] = (bare, [(_universal(g) if bare else g)
+                                          .pullback_pw_multi_aff(prefix) for g in buf.lower])
+        bare, gs = self.prefixes[pkey]
+        if bare:
+            affs = [_universal(f) for f in affs]
+        return [f.sub(g.align_params(f.get_space())) for f, g in zip(affs, gs)]
 
     def buffers_of(self, stmt: str) -> list[BufferPlan]:
         return [b for plan in self.mapping.plans.values() if plan.memory
@@ -495,19 +525,28 @@ def _access_affs(relation: isl.Map) -> list[isl.PwAff] | None:
     return [pma.get_pw_aff(i) for i in range(relation.dim(isl.dim_type.out))]
 
 
-def _copy_local_index(stmt: str, n_prefix: int, buf: BufferPlan) -> list[isl.PwAff]:
-    """``a - g(p)`` on the copy statement's space ``stmt[p..., a...]``."""
+def _copy_local_index(stmt: str, n_prefix: int, buf: BufferPlan, bare: bool = False
+                      ) -> list[isl.PwAff]:
+    """``a - g(p)`` on the copy statement's space ``stmt[p..., a...]``; with ``bare``
+    a one-piece ``g`` loses its domain first (:func:`_build_index` would drop it)."""
     na = len(buf.extents)
     params = buf.lower[0].get_space().params() if buf.lower else None
     dims = [f"p{i}" for i in range(n_prefix)] + [f"a{i}" for i in range(na)]
     pnames = ", ".join(params.get_var_names(isl.dim_type.param)) if params is not None else ""
-    proj = isl.MultiAff(f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> "
-                        f"[{', '.join(dims[:n_prefix])}] }}")
+    proj = _parsed(isl.MultiAff, f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> "
+                                 f"[{', '.join(dims[:n_prefix])}] }}")
     out = []
     for i, g in enumerate(buf.lower):
-        a = isl.PwAff(f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> [(a{i})] }}")
-        out.append(a.sub(g.pullback_multi_aff(proj)))
+        a = _parsed(isl.PwAff, f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> [(a{i})] }}")
+        out.append(a.sub((_universal(g) if bare else g).pullback_multi_aff(proj)))
     return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(cls, text: str):
+    """``cls(text)``, parsed once (isl objects are immutable; the copy statements'
+    spaces come back at every regeneration)."""
+    return cls(text)
 
 
 #: subscripts with more pieces than this are substituted instead of printed by isl
@@ -519,7 +558,9 @@ def _build_index(build: isl.AstBuild, iters: isl.PwMultiAff, affs: list[isl.PwAf
     """Subscripts pulled back to the loop iterators and printed by the build."""
     try:
         out = []
+        one = iters.n_piece() == 1
         for f in affs:
+            f = _universal(f) if one else f
             f = f.align_params(iters.get_space())
             it = iters.align_params(f.get_space())
             g = f.pullback_pw_multi_aff(it)
@@ -529,6 +570,23 @@ def _build_index(build: isl.AstBuild, iters: isl.PwMultiAff, affs: list[isl.PwAf
         return tuple(out)
     except isl.Error:
         return None
+
+
+def _universal(f: isl.PwAff) -> isl.PwAff:
+    """A one-piece subscript with its domain dropped.
+
+    The domain of a subscript (the statement's domain, a buffer's blocks: unions of
+    polyhedra with floors) holds every instance printed at the AST point, so isl
+    prints the same expression without it: for one piece pulled back by one piece,
+    :func:`_build_index`'s expression is the affine function simplified against the
+    build's domain, the piece's condition being dropped as isl's last piece.  The
+    domain only made the pullback and isl's gist slow (2-3x the time of the whole
+    subscript printing on lu and fdtd-2d)."""
+    if f.n_piece() != 1:
+        return f
+    pieces: list[isl.Aff] = []
+    f.foreach_piece(lambda _s, a: pieces.append(a))
+    return isl.PwAff.from_aff(pieces[0])
 
 
 def _prefix_expr(g: isl.PwAff) -> Expr:

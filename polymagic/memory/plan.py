@@ -28,8 +28,8 @@ from .. import kir
 from ..options import Options
 from ..scop import Scop
 from .registers import RegisterPlan
-from .scratchpad import (Box, Partition, bounding_box, copy_in_hull, data_spaces, partition,
-                         reuse)
+from .scratchpad import (Box, DataSpace, Partition, bounding_box, copy_in_hull, data_spaces,
+                         partition, reuse)
 
 #: Largest static shared memory a block may declare without the opt-in attribute.
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -75,13 +75,12 @@ def _prefix(node: isl.ScheduleNode) -> isl.UnionMap:
     return node.get_prefix_schedule_union_map().intersect_domain(node.get_domain())
 
 
-def _candidates(scop: Scop, prefix: isl.UnionMap, options: Options,
-                arrays: list[str], fixed: isl.UnionMap | None
+def _candidates(scop: Scop, spaces: list[DataSpace], options: Options
                 ) -> list[tuple[Partition, Box, bool, str]]:
-    """Partitions of the given arrays at one level with their boxes and decisions."""
+    """Partitions of the given data spaces (one level) with their boxes and decisions."""
     out = []
     sample = {p: 100 for p in scop.size_params}
-    for part in partition(data_spaces(scop, prefix, set(arrays), fixed)):
+    for part in partition(spaces):
         box = bounding_box(part.union(), scop.context)
         if options.shared == "all":
             ok, why = True, "--shared all: every partition is buffered"
@@ -134,31 +133,50 @@ def _as_map(um: isl.UnionMap, like: isl.Map) -> isl.Map | None:
     return None if out.is_empty() else out
 
 
-def live_in(scop: Scop, prefix: isl.UnionMap, part: Partition) -> isl.Map | None:
+def live_in(scop: Scop, prefix: isl.UnionMap, part: Partition, cache: dict | None = None
+            ) -> isl.Map | None:
     """Seed 000 §3.1.4: only the elements a block (one value of ``prefix``) reads
     before it writes them are copied in.  isl's dataflow analysis on accesses keyed
     by ``[block -> element]`` finds, for every read of the partition, the last write
     of the same element in the same block; the reads without one (may_no_source)
-    are the copy-in set ``{ [prefix] -> A[a] }`` (None when empty)."""
+    are the copy-in set ``{ [prefix] -> A[a] }`` (None when empty).  ``cache`` (one
+    dict per planned kernel, ``prefix`` alive while it is used) keeps what the
+    partitions of one array at one level share: the writes and the schedule."""
     full = part.copy_in
     if full is None:
         return None
-    dom = prefix.domain()
+    shared = _flow_sources(scop, prefix, part.array, {} if cache is None else cache)
+    dom = shared["dom"]
     reads = _refs_rel(scop, dom, part.array,
                       lambda st, k, a: not a.is_write and any(
                           d.stmt == st and d.ref == k for d in part.reads))
-    writes = _refs_rel(scop, dom, part.array, lambda st, k, a: a.is_write)
     if reads is None:
         return None
-    if writes is None:
+    if shared["writes"] is None:
         return full
     space = prefix.get_space()
-    sched = scop.schedule.intersect_domain(dom)
     info = isl.UnionAccessInfo.from_sink(prefix.range_product(reads.align_params(space)))
-    info = info.set_must_source(prefix.range_product(writes.align_params(space)))
-    info = info.set_schedule_map(sched.align_params(space))
+    info = info.set_must_source(shared["sources"])
+    info = info.set_schedule_map(shared["schedule"])
     exposed = info.compute_flow().get_may_no_source()
     return _as_map(exposed.range().unwrap(), full)
+
+
+def _flow_sources(scop: Scop, prefix: isl.UnionMap, array: str, cache: dict) -> dict:
+    """:func:`live_in`'s inputs that do not depend on the partition: the block's
+    instances, the writes of ``array`` keyed by block, the schedule (memoised in
+    ``cache`` by the prefix's identity and the array)."""
+    key = (id(prefix), array)
+    if key not in cache:
+        dom = prefix.domain()
+        writes = _refs_rel(scop, dom, array, lambda st, k, a: a.is_write)
+        out = {"prefix": prefix, "dom": dom, "writes": writes}
+        if writes is not None:
+            space = prefix.get_space()
+            out["sources"] = prefix.range_product(writes.align_params(space))
+            out["schedule"] = scop.schedule.intersect_domain(dom).align_params(space)
+        cache[key] = out
+    return cache[key]
 
 
 def live_out(scop: Scop, prefix: isl.UnionMap, part: Partition) -> isl.Map | None:
@@ -220,24 +238,32 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
     footprint fits a fixed buffer), else at the inner (sub-tile) level.
     """
     mem = KernelMemory()
-    arrays = sorted({a.array for s in scop.statements for a in s.accesses
-                     if not _prefix(inner).domain().extract_set(s.domain.get_space()).is_empty()},
-                    key=list(scop.arrays).index)
-    pre_outer, pre_inner = _prefix(outer), _prefix(inner)
+    pre_inner = _prefix(inner)
+    writes = pre_inner.domain()            # the kernel's statement instances
+    here = [s for s in scop.statements
+            if not writes.extract_set(s.domain.get_space()).is_empty()]
+    arrays = sorted({a.array for s in here for a in s.accesses}, key=list(scop.arrays).index)
     same_level = outer.is_equal(inner)
+    pre_outer = pre_inner if same_level else _prefix(outer)
     chosen: list[BufferPlan] = []
-    writes = _prefix(inner).domain()
+    found: dict[int, list[DataSpace]] = {}
+    flows: dict = {}                       # live_in's shared inputs
+
+    def spaces_at(prefix: isl.UnionMap, array: str) -> list[DataSpace]:
+        """The data spaces of ``array`` at one level (those of every array are
+        computed once per level: one reversal and domain of the prefix)."""
+        if id(prefix) not in found:
+            found[id(prefix)] = data_spaces(scop, prefix, set(arrays), fixed)
+        return [d for d in found[id(prefix)] if d.array == array]
     for array in arrays:
         # an array the kernel writes: other blocks may write inside this block's box,
         # so only the elements it reads are loaded (a box would race; fuzz finding 10)
-        written = any(a.array == array and a.is_write and not
-                      writes.extract_set(s.domain.get_space()).is_empty()
-                      for s in scop.statements for a in s.accesses)
+        written = any(a.array == array and a.is_write for s in here for a in s.accesses)
         level, prefix = "block", pre_outer
-        cands = _candidates(scop, pre_outer, options, [array], fixed)
+        cands = _candidates(scop, spaces_at(pre_outer, array), options)
         if not same_level and not all(box.bounded for _, box, _, _ in cands):
             level, prefix = "sub-tile", pre_inner
-            cands = _candidates(scop, pre_inner, options, [array], fixed)
+            cands = _candidates(scop, spaces_at(pre_inner, array), options)
         reasons = []
         for part, box, ok, why in cands:
             if not ok:
@@ -251,7 +277,7 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
             buf = vectorise(scop, options, BufferPlan(
                 name, array, scop.arrays[array].ctype, tuple(box.extents), box.lower, prefix,
                 [(d.stmt, d.ref) for d in part.spaces], level, why,
-                live_in(scop, prefix, part) if written else
+                live_in(scop, prefix, part, flows) if written else
                 copy_in_hull(part, _array_bounds(scop, array)),
                 live_out(scop, prefix, part)))
             chosen.append(buf)

@@ -65,11 +65,21 @@ class Partition:
     def writes(self) -> list[DataSpace]:
         return [d for d in self.spaces if d.is_write]
 
+    #: unions already computed, by the ids of the data spaces united (the planner asks
+    #: for the same union up to four times: box, reuse, copy-in hull, dataflow)
+    _unions: dict = field(default_factory=dict, repr=False, compare=False)
+
     def union(self, spaces: list[DataSpace] | None = None) -> isl.Map | None:
-        out = None
-        for d in self.spaces if spaces is None else spaces:
-            out = d.relation if out is None else out.union(d.relation)
-        return out.coalesce() if out is not None else None
+        """The coalesced union of the data spaces (all, or ``spaces``); memoised,
+        isl objects being immutable."""
+        spaces = self.spaces if spaces is None else spaces
+        key = tuple(id(d) for d in spaces)
+        if key not in self._unions:
+            out = None
+            for d in spaces:
+                out = d.relation if out is None else out.union(d.relation)
+            self._unions[key] = out.coalesce() if out is not None else None
+        return self._unions[key]
 
     @property
     def copy_in(self) -> isl.Map | None:
@@ -142,7 +152,22 @@ def _linear_rows(relation: isl.Map) -> list[list[int]]:
     return rows
 
 
+#: access_rank's results by the printed relations (they do not depend on tile sizes:
+#: the explorer's regenerations ask for the same ones again)
+_RANKS: dict[tuple[str, str], tuple[int, int]] = {}
+
+
 def access_rank(relation: isl.Map, fixed: isl.Map | None = None) -> tuple[int, int]:
+    """:func:`_access_rank`, memoised by the printed relations."""
+    key = (str(relation), str(fixed) if fixed is not None else "")
+    if key not in _RANKS:
+        if len(_RANKS) > 4096:
+            _RANKS.clear()
+        _RANKS[key] = _access_rank(relation, fixed)
+    return _RANKS[key]
+
+
+def _access_rank(relation: isl.Map, fixed: isl.Map | None = None) -> tuple[int, int]:
     """(rank, dimension) of an access for condition (1) of seed 000 §3.1.1.
 
     ``fixed`` maps the statement to the outer loops that are constant within the
@@ -168,8 +193,9 @@ def data_spaces(scop: Scop, prefix: isl.UnionMap, arrays: set[str] | None = None
     """
     out: list[DataSpace] = []
     inv = prefix.reverse()
+    instances = prefix.domain()
     for s in scop.statements:
-        dom = prefix.domain().extract_set(s.domain.get_space())
+        dom = instances.extract_set(s.domain.get_space())
         if dom.is_empty():
             continue
         for k, acc in enumerate(s.accesses):
@@ -222,17 +248,24 @@ def partition(spaces: list[DataSpace]) -> list[Partition]:
     return parts
 
 
-def _volume(rel: isl.Map, sample: dict[str, int] | None) -> int | None:
-    """Number of elements of a data space for one block (the first block), or None."""
-    if sample:
-        for pos in range(rel.dim(isl.dim_type.param)):
-            name = rel.get_dim_name(isl.dim_type.param, pos)
-            rel = rel.fix_val(isl.dim_type.param, pos, isl.Val(sample.get(name, 0)))
+def _fixed(rel: isl.Map, sample: dict[str, int]) -> isl.Map:
+    """``rel`` at the sample values of its parameters (0 for those not in it)."""
+    for pos in range(rel.dim(isl.dim_type.param)):
+        name = rel.get_dim_name(isl.dim_type.param, pos)
+        rel = rel.fix_val(isl.dim_type.param, pos, isl.Val(sample.get(name, 0)))
+    return rel
+
+
+def _volume(rel: isl.Map, sample: dict[str, int] | None, fixed: bool = False) -> int | None:
+    """Number of elements of a data space for one block (the first block), or None;
+    ``fixed``: ``rel`` is already :func:`_fixed` at ``sample``."""
+    if sample and not fixed:
+        rel = _fixed(rel, sample)
     s = rel.range() if rel.dim(isl.dim_type.in_) == 0 else \
         rel.intersect_domain(rel.domain().lexmin()).range()
-    for pos in range(s.dim(isl.dim_type.param)):      # every parameter fixed: a count
-        name = s.get_dim_name(isl.dim_type.param, pos)
-        s = s.fix_val(isl.dim_type.param, pos, isl.Val((sample or {}).get(name, 0)))
+    if not sample:                   # (with a sample every parameter is fixed already)
+        for pos in range(s.dim(isl.dim_type.param)):  # every parameter fixed: a count
+            s = s.fix_val(isl.dim_type.param, pos, isl.Val(0))
     try:
         c = s.count_val()
     except isl.Error:
@@ -253,9 +286,11 @@ def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = N
     if not total:
         return False, "volume unknown"
     overlap = 0
-    for i, a in enumerate(part.spaces):
-        for b in part.spaces[i + 1:]:
-            overlap += _volume(a.relation.intersect(b.relation), sample) or 0
+    # the pairwise overlaps at the sample: each space fixed once, not each pair
+    rels = [_fixed(d.relation, sample) if sample else d.relation for d in part.spaces]
+    for i, a in enumerate(rels):
+        for b in rels[i + 1:]:
+            overlap += _volume(a.intersect(b), sample, fixed=True) or 0
     frac = overlap / total
     if frac > delta:
         return True, f"constant reuse: overlap {frac:.0%} of the volume > δ={delta:.0%}"
@@ -279,9 +314,10 @@ def bounding_box(rel: isl.Map, context: isl.Set) -> Box:
     rel = isl.Map.from_basic_map(rel.intersect_params(context).simple_hull())
     deltas = None
     lower, extents = [], []
+    w = _wrapped(rel)
     for d in range(rel.dim(isl.dim_type.out)):
         lo = rel.dim_min(d).coalesce()
-        simple = _single_piece_lower(lo, rel, d)
+        simple = _single_piece_lower(lo, rel, d, w)
         if simple is not None:
             lo, ext = simple
         else:
@@ -296,23 +332,29 @@ def bounding_box(rel: isl.Map, context: isl.Set) -> Box:
     return Box(lower, extents)
 
 
-def _single_piece_lower(lo: isl.PwAff, rel: isl.Map, d: int
+def _wrapped(rel: isl.Map) -> isl.Set:
+    """``{ [p, a, params] }``: the relation wrapped, parameters turned into variables."""
+    w = rel.wrap()
+    return w.move_dims(isl.dim_type.set, w.dim(isl.dim_type.set), isl.dim_type.param, 0,
+                       w.dim(isl.dim_type.param))
+
+
+def _single_piece_lower(lo: isl.PwAff, rel: isl.Map, d: int, w: isl.Set | None = None
                         ) -> tuple[isl.PwAff, int] | None:
     """An affine lower bound g' <= lo valid for every block, with its extent
     max(a_d - g'(p)) + 1, or None.  ``lo`` itself when it has one piece; else the
-    piece of the interior blocks when it stays below ``lo`` at the borders."""
+    piece of the interior blocks when it stays below ``lo`` at the borders.  ``w``
+    is :func:`_wrapped` of ``rel`` (computed once per box)."""
     pieces: list[tuple[isl.Set, isl.Aff]] = []
     lo.foreach_piece(lambda st, aff: pieces.append((st, aff)))
     dom = lo.domain()
     nin = rel.dim(isl.dim_type.in_)
-    w = rel.wrap()                       # { [p, a] }, parameters turned into variables
-    w = w.move_dims(isl.dim_type.set, w.dim(isl.dim_type.set), isl.dim_type.param, 0,
-                    w.dim(isl.dim_type.param))
+    w = _wrapped(rel) if w is None else w
     for _, aff in pieces:
         if aff.involves_dims(isl.dim_type.param, 0, aff.dim(isl.dim_type.param)):
             continue
         g = isl.PwAff.from_aff(aff).intersect_domain(dom)
-        if not dom.is_subset(g.le_set(lo)):
+        if len(pieces) > 1 and not dom.is_subset(g.le_set(lo)):   # (one piece: g is lo)
             continue
         h = isl.Aff.zero_on_domain(isl.LocalSpace.from_space(w.get_space()))
         h = h.set_coefficient_val(isl.dim_type.in_, nin + d, isl.Val(1))

@@ -82,8 +82,13 @@ class Debouncer:
         self.fn = fn
         self._handle = None
         self._lock = threading.Lock()
+        #: calls are dropped (the holder regenerates once itself, see Explorer.set):
+        #: no timer thread is started per control set
+        self.held = False
 
     def __call__(self) -> None:
+        if self.held:
+            return
         if self.delay <= 0:
             self.fn()
             return
@@ -571,10 +576,10 @@ class Explorer:
 
         class _Hold:
             def __enter__(self_):
-                self_.delay, deb.delay = deb.delay, 3600.0
+                self_.held, deb.held = deb.held, True
 
             def __exit__(self_, *exc):
-                deb.delay = self_.delay
+                deb.held = self_.held
                 deb.cancel()
         return _Hold()
 
