@@ -42,6 +42,8 @@ COMPACT_PIECES = MAX_RHO_PIECES
 #: a kernel's sequential loops it tries
 AUTO_SIZE = 256
 AUTO_LOOPS = 3
+#: each barvinok count of the automatic localisation is given this long
+AUTO_SECONDS = 2.0
 #: shared memory a block's localised buffers may use
 LOCAL_LIMIT = 48 * 1024
 
@@ -320,7 +322,8 @@ def auto_localise(scop: Scop, root: isl.ScheduleNode, kernel: str,
     independent of the sizes; nothing when
     no loop saves any.  ``buffered`` references (shared buffers, registers) are left
     alone."""
-    from .localise import traffic_change
+    from ..isl_util import TimedOut, in_child
+    from .localise import count_seconds, traffic_change
     # the sets are parametric in the thread and block ids too: one thread's count
     sizes = {p: AUTO_SIZE for p in scop.size_params}
     sizes.update({v: 0 for v in (*kir.THREAD_IDS.values(), *kir.BLOCK_IDS.values())})
@@ -328,14 +331,16 @@ def auto_localise(scop: Scop, root: isl.ScheduleNode, kernel: str,
     for loop in loops[:AUTO_LOOPS]:
         trial: dict[str, tuple[str, LocalBuffer]] = {}
         try:
-            node, plan = localise_kernel(scop, root, kernel, block,
-                                         replace(options, localise=(loop, 1)), buffered,
-                                         trial, member_text)
+            with count_seconds(AUTO_SECONDS):
+                node, plan = localise_kernel(scop, root, kernel, block,
+                                             replace(options, localise=(loop, 1)), buffered,
+                                             trial, member_text)
             if plan is None or not plan.buffers:
                 continue
-            saved = -sum(sum(traffic_change(scop, lb.prefix, lb.loc, sizes))
-                         for lb in plan.buffers)
-        except (LocaliseError, isl.Error, KeyError):
+            bufs = plan.buffers
+            saved = in_child(lambda: -sum(sum(traffic_change(scop, lb.prefix, lb.loc, sizes))
+                                          for lb in bufs), AUTO_SECONDS)
+        except (LocaliseError, isl.Error, KeyError, TimedOut):
             continue
         if saved > 0 and (best is None or saved > best[0]):
             best = (saved, loop, node, plan, trial)

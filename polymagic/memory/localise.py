@@ -29,6 +29,7 @@ block and thread ids for a loop inside a kernel).  For one array:
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -185,6 +186,18 @@ def bounded_rank_count(c: isl.Map, seconds: float | None = None) -> isl.PwQPolyn
     :class:`TimedOut` then (the caller falls back to the bounding-box layout)."""
     text = in_child(lambda: str(rank_count(c)), COUNT_SECONDS if seconds is None else seconds)
     return isl.PwQPolynomial.read_from_str(c.get_ctx(), text)
+
+
+@contextmanager
+def count_seconds(seconds: float):
+    """Bound every barvinok count below to ``seconds`` (the default localisation
+    tries loops nobody asked for: it must stay quick)."""
+    global COUNT_SECONDS
+    saved, COUNT_SECONDS = COUNT_SECONDS, min(COUNT_SECONDS, seconds)
+    try:
+        yield
+    finally:
+        COUNT_SECONDS = saved
 
 
 def qpoly_to_pw_aff(q: isl.PwQPolynomial, domain: isl.Set) -> isl.PwAff | None:
