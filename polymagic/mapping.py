@@ -36,6 +36,7 @@ from .memory.constant import ConstantChooser
 from .options import Options, per_thread_tile
 from .schedule import ScheduleResult
 from .scop import Scop
+from .timeblock import TIME_TILES_MARK
 
 DEFAULT_TILES = {1: (256,), 2: (32, 32), 3: (4, 8, 32)}
 DEFAULT_BLOCKS = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
@@ -200,6 +201,8 @@ class _Mapper:
             return node
         if not has_parallelism(node) and t == isl.schedule_node_type.filter:
             return self.visit(node.child(0)).parent()
+        if t == isl.schedule_node_type.mark and node.mark_get_id().get_name() == TIME_TILES_MARK:
+            return self.time_tile_kernel(node.delete())
         return self.visit(node.child(0)).parent()
 
     def single_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
@@ -254,6 +257,68 @@ class _Mapper:
         self.plans[name] = plan
         if sizes:
             node = node.parent()
+        return node.insert_mark(isl.Id(name))
+
+    def time_tile_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
+        """One block per time tile (``--time-tiling``, issue 5): ``node`` is the band
+        of tile coordinates ``c_1..`` (one block each, innermost on x), its child the
+        sequential points (the skewed time loop first), then the coincident points,
+        distributed cyclically over the block's threads (``b ≡ tid (mod B)``, as
+        :func:`.timeblock.thread_map` does for one block) with a barrier after each
+        sequential point (:func:`.timeblock.time_tiled_schedule` checked with isl that
+        no dependence joins two points of one sequential step)."""
+        from .memory.plan import _sync_graft
+        from .timeblock import time_tiles
+        name = self.new_name()
+        nc = node.band_n_member()
+        cband = node.band_get_partial_schedule()
+        domain = node.get_domain()
+        rng = isl.UnionMap.from_multi_union_pw_aff(cband).intersect_domain(
+            domain).range().extract_set(cband.get_space()).intersect_params(self.scop.context)
+        members: list[MappedMember] = []
+        block_filt, block_ctx = domain, []
+        for j in range(nc):
+            axis = "xyz"[nc - 1 - j]
+            tmin, tmax = rng.dim_min(j).coalesce(), rng.dim_max(j).coalesce()
+            members.append(MappedMember(axis, 1, 1, _member_text(cband, j), tmin, tmax))
+            b = isl.UnionPwAff.param_on_domain_id(domain, param_id(kir.BLOCK_IDS[axis]))
+            offset = isl.UnionPwAff.pw_aff_on_domain(domain, tmin)
+            block_filt = block_filt.intersect(cband.get_at(j).sub(offset).sub(b).zero_union_set())
+            block_ctx.append(f"{kir.BLOCK_IDS[axis]} >= 0")
+        seq = node.child(0)
+        seq_text = [_member_text(seq.band_get_partial_schedule(), i)
+                    for i in range(seq.band_n_member())]
+        par = seq.child(0)
+        pband = par.band_get_partial_schedule()
+        npar = par.band_n_member()
+        tiles = time_tiles(self.options.time_tiling, nc + 1)[1:]
+        blk = list(self.options.block or DEFAULT_BLOCKS[min(npar, 3)]) + [1, 1, 1]
+        threads: list[int] = []
+        thread_filt, thread_ctx = par.get_domain(), []
+        for j in range(min(npar, 3)):
+            axis = "xyz"[min(npar, 3) - 1 - j]
+            k = "xyz".index(axis)
+            bj = max(1, min(blk[k], tiles[j] if j < len(tiles) else blk[k]))
+            threads.append(bj)
+            t = isl.UnionPwAff.param_on_domain_id(thread_filt, param_id(kir.THREAD_IDS[axis]))
+            thread_filt = thread_filt.intersect(
+                pband.get_at(j).sub(t).mod_val(isl.Val(bj)).zero_union_set())
+            thread_ctx.append(f"0 <= {kir.THREAD_IDS[axis]} < {bj}")
+        block = tuple((threads[::-1] + [1, 1, 1])[:3])
+        if math.prod(block) > 1024:
+            raise OptionsError(f"--time-tiling: {block} threads per block, at most 1024")
+        par = par.insert_filter(thread_filt.intersect_params(_id_bounds(thread_ctx)))
+        par = par.graft_after(_sync_graft(self.scop, par, self.namer.sync()))
+        depth = node.get_tree_depth()
+        node = par.ancestor(par.get_tree_depth() - depth)
+        par_text = [_member_text(pband, i) for i in range(npar)]
+        plan = KernelPlan(name, members, seq_text, _statements(node), threads=block,
+                          text=f"one block per time tile ({', '.join(mm.loop for mm in members)}"
+                               f"), sequential in the block: {', '.join(seq_text)} (a barrier "
+                               f"after each step), over {'x'.join(map(str, block))} threads: "
+                               f"{', '.join(par_text)} (cyclic)")
+        node = node.insert_filter(block_filt.intersect_params(_id_bounds(block_ctx)))
+        self.plans[name] = plan
         return node.insert_mark(isl.Id(name))
 
     def localise(self, node: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
