@@ -219,8 +219,9 @@ class _Mapper:
         """``--localise t`` names this host loop (one of the iterators it combines):
         run it inside one block instead (:mod:`.timeblock`)."""
         import re
-        if self.options.localise is None:
-            return False
+        if self.options.localise is None or kernel_mark(node.child(0)) is None and \
+                node.child(0).get_type() == isl.schedule_node_type.mark:
+            return False           # the wavefront of a time-tiled schedule
         text = _member_text(node.band_get_partial_schedule(), 0)
         return self.options.localise[0] in re.findall(r"[A-Za-z_]\w*", text)
 
@@ -310,16 +311,37 @@ class _Mapper:
         par = par.insert_filter(thread_filt.intersect_params(_id_bounds(thread_ctx)))
         par = par.graft_after(_sync_graft(self.scop, par, self.namer.sync()))
         depth = node.get_tree_depth()
-        node = par.ancestor(par.get_tree_depth() - depth)
         par_text = [_member_text(pband, i) for i in range(npar)]
         plan = KernelPlan(name, members, seq_text, _statements(node), threads=block,
                           text=f"one block per time tile ({', '.join(mm.loop for mm in members)}"
                                f"), sequential in the block: {', '.join(seq_text)} (a barrier "
                                f"after each step), over {'x'.join(map(str, block))} threads: "
                                f"{', '.join(par_text)} (cyclic)")
+        node = self.localise_tile(par.ancestor(par.get_tree_depth() - depth - 1), plan)
+        node = node.ancestor(node.get_tree_depth() - depth)
         node = node.insert_filter(block_filt.intersect_params(_id_bounds(block_ctx)))
         self.plans[name] = plan
         return node.insert_mark(isl.Id(name))
+
+    def localise_tile(self, seq: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
+        """Seed 001 localisation along the skewed time loop of a time tile (the first
+        member of the band ``seq``, split off): what the tile's threads access at step
+        ``t`` stays in shared memory for step ``t + 1``, only the difference moves
+        (:func:`.memory.localcode.plan_shared`, :func:`~.memory.localcode.graft_shared`,
+        as for the one-block time loop).  On unless ``--shared none``; ``--localise
+        LOOP:w`` sets the window.  Returns the node at ``seq``'s position."""
+        if self.options.shared == "none":
+            return seq
+        from .memory.localcode import graft_shared, plan_shared
+        depth = seq.get_tree_depth()
+        if seq.band_n_member() > 1:
+            seq = seq.band_split(1)
+        window = self.options.localise[1] if self.options.localise else 1
+        x = seq.child(0)
+        plan.local = plan_shared(self.scop, x, self.options, plan.name[3:], plan.block, window)
+        if plan.local.buffers:
+            x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
+        return x.ancestor(x.get_tree_depth() - depth)
 
     def localise(self, node: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
         """``--localise LOOP[:w]`` (seed 001): keep what a sequential loop of this
