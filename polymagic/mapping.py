@@ -926,6 +926,20 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
             with OperationBudget(scop.context.get_ctx(), TIME_TILING_OPERATIONS):
                 program = lower(scop, mapping)
         except isl.Error:
+            program = None
+        if program is None and mapping.local_copies:
+            # the move-in/move-out sets of skewed 3-d tiles are the costly part: the
+            # tiles' threads without localisation
+            fallback = [f"time tiling: the tiles' data not localised: generating the code "
+                        f"of their moves took more than {TIME_TILING_OPERATIONS} isl "
+                        "operations"]
+            mapping = map_schedule(scop, sched, options.with_(shared="none"))
+            try:
+                with OperationBudget(scop.context.get_ctx(), TIME_TILING_OPERATIONS):
+                    program = lower(scop, mapping)
+            except isl.Error:
+                program = None
+        if program is None:
             from .errors import CompileError
             raise CompileError(f"--time-tiling: generating the code of the skewed tiles took "
                                f"more than {TIME_TILING_OPERATIONS} isl operations; use "
