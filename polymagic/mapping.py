@@ -302,8 +302,15 @@ class _Mapper:
             bj = max(1, min(blk[k], tiles[j] if j < len(tiles) else blk[k]))
             threads.append(bj)
             t = isl.UnionPwAff.param_on_domain_id(thread_filt, param_id(kir.THREAD_IDS[axis]))
-            thread_filt = thread_filt.intersect(
-                pband.get_at(j).sub(t).mod_val(isl.Val(bj)).zero_union_set())
+            if j < nc and bj == tiles[j]:
+                # one thread per point of the tile's extent: b = T·c + tid, an equality
+                # (no loop, no modulo for isl's AST generator)
+                off = cband.get_at(j).intersect_domain(thread_filt).scale_val(isl.Val(bj))
+                thread_filt = thread_filt.intersect(
+                    pband.get_at(j).sub(off).sub(t).zero_union_set())
+            else:
+                thread_filt = thread_filt.intersect(
+                    pband.get_at(j).sub(t).mod_val(isl.Val(bj)).zero_union_set())
             thread_ctx.append(f"0 <= {kir.THREAD_IDS[axis]} < {bj}")
         block = tuple((threads[::-1] + [1, 1, 1])[:3])
         if math.prod(block) > 1024:
