@@ -324,22 +324,31 @@ class _Mapper:
                                f"), sequential in the block: {', '.join(seq_text)} (a barrier "
                                f"after each step), over {'x'.join(map(str, block))} threads: "
                                f"{', '.join(par_text)} (cyclic)")
-        node = self.localise_tile(par.ancestor(par.get_tree_depth() - depth - 1), plan)
+        node = self.localise_tile(par.ancestor(par.get_tree_depth() - depth - 1), plan, npar)
         node = node.ancestor(node.get_tree_depth() - depth)
         node = node.insert_filter(block_filt.intersect_params(_id_bounds(block_ctx)))
         self.plans[name] = plan
         return node.insert_mark(isl.Id(name))
 
-    def localise_tile(self, seq: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
+    def localise_tile(self, seq: isl.ScheduleNode, plan: KernelPlan, spatial: int
+                      ) -> isl.ScheduleNode:
         """Seed 001 localisation along the skewed time loop of a time tile (the first
         member of the band ``seq``, split off): what the tile's threads access at step
         ``t`` stays in shared memory for step ``t + 1``, only the difference moves
         (:func:`.memory.localcode.plan_shared`, :func:`~.memory.localcode.graft_shared`,
         as for the one-block time loop).  On unless ``--shared none``; ``--localise
-        LOOP:w`` sets the window.  Returns the node at ``seq``'s position."""
+        LOOP:w`` sets the window; by default only for tiles with one spatial loop (the
+        moves of 2-d skewed tiles cost minutes of isl's AST generation, see
+        :data:`TIME_TILING_OPERATIONS`).  Returns the node at ``seq``'s position."""
         if self.options.shared == "none":
             return seq
-        from .memory.localcode import graft_shared, plan_shared
+        from .memory.localcode import LocalPlan, graft_shared, plan_shared
+        if spatial > 1 and self.options.localise is None:
+            plan.local = LocalPlan(decisions=[
+                f"{plan.name[3:]}: the tile's data not localised along t: isl's code for the "
+                "moves of skewed tiles with 2+ spatial loops takes minutes (jacobi-2d: "
+                f"over {TIME_TILING_OPERATIONS} isl operations); --localise t tries"])
+            return seq
         depth = seq.get_tree_depth()
         if seq.band_n_member() > 1:
             seq = seq.band_split(1)
