@@ -355,6 +355,9 @@ class _Mapper:
         window = self.options.localise[1] if self.options.localise else 1
         x = seq.child(0)
         plan.local = plan_shared(self.scop, x, self.options, plan.name[3:], plan.block, window)
+        for lb in plan.local.buffers:
+            if lb.loc.written:
+                lb.loc.move_out = lb.loc.move_out.intersect(_written_so_far(self.scop, lb))
         if plan.local.buffers:
             x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
         return x.ancestor(x.get_tree_depth() - depth)
@@ -558,6 +561,32 @@ class _Mapper:
         if outer_bufs:
             node = graft_copies(self.scop, node, outer_bufs, plan.block, self.namer)
         return node
+
+
+def _written_so_far(scop: Scop, lb) -> isl.Map:
+    """``{ p -> A[x] }``: the elements of ``lb``'s array that the instances of the same
+    outer prefix written at a step ``<= p`` (the last prefix dimension) write, with
+    isl.  A time tile moves out only these (seed 001 §4.3's ``W``): an element it only
+    read holds the value global memory has, and writing it back would be a store
+    that another block of the wavefront may race with."""
+    writes = None
+    for st in scop.statements:
+        for acc in st.accesses:
+            if acc.is_write and acc.array == lb.array:
+                w = isl.UnionMap.from_map(acc.relation)
+                writes = w if writes is None else writes.union(w)
+    prefix = lb.prefix
+    space = lb.loc.move_out.get_space()
+    if writes is None:
+        return isl.Map.empty(space)
+    at = prefix.reverse().apply_range(writes.intersect_domain(prefix.domain()))
+    n = space.dim(isl.dim_type.in_)
+    ps = [f"p{k}" for k in range(n)]
+    qs = [f"q{k}" for k in range(n)]
+    cond = " and ".join([f"q{k} = p{k}" for k in range(n - 1)] + [f"q{n - 1} <= p{n - 1}"])
+    le = isl.Map(f"{{ [{', '.join(ps)}] -> [{', '.join(qs)}] : {cond} }}")
+    upto = isl.UnionMap.from_map(le.align_params(at.get_space())).apply_range(at)
+    return upto.extract_map(space)
 
 
 def _guard_grafts(node: isl.ScheduleNode) -> isl.ScheduleNode:
