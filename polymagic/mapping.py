@@ -45,6 +45,8 @@ DEFAULT_SUB_TILE = 16
 LOWER_OPERATIONS = 20_000_000
 #: the same for the AST of skewed time tiles (--time-tiling)
 TIME_TILING_OPERATIONS = 3_000_000
+#: time tiles keep their whole footprint in L (one write-back) instead of seed 001's per-step moves
+TILE_FOOTPRINT = True
 MARK_PREFIX = "pm_kernel"
 
 
@@ -355,12 +357,42 @@ class _Mapper:
         window = self.options.localise[1] if self.options.localise else 1
         x = seq.child(0)
         plan.local = plan_shared(self.scop, x, self.options, plan.name[3:], plan.block, window)
+        if TILE_FOOTPRINT:
+            return self.footprint_tile(seq, x, plan, depth)
         for lb in plan.local.buffers:
             if lb.loc.written:
                 lb.loc.move_out = lb.loc.move_out.intersect(_written_so_far(self.scop, lb))
         if plan.local.buffers:
             x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
         return x.ancestor(x.get_tree_depth() - depth)
+
+    def footprint_tile(self, seq: isl.ScheduleNode, x: isl.ScheduleNode, plan: KernelPlan,
+                       depth: int) -> isl.ScheduleNode:
+        """The tile's buffers hold its whole footprint (:func:`.memory.localcode.
+        tile_footprint`): move-ins at first touch inside the time loop, one write-back
+        after it."""
+        from .memory.localcode import LOCAL_LIMIT, graft_shared, graft_tile_writeback, \
+            tile_footprint
+        kname = plan.name[3:]
+        keep, backs, lines, used = [], [], [], 0
+        limit = min(self.options.shared_mem, LOCAL_LIMIT)
+        for lb in plan.local.buffers:
+            lb2, back, why = tile_footprint(self.scop, lb, limit, used)
+            lines.append(f"{kname}: {why}")
+            if lb2 is not None:
+                keep.append(lb2)
+                used += lb2.nbytes
+                if back is not None:
+                    backs.append(back)
+        plan.local.buffers = keep
+        plan.local.decisions = [d for d in plan.local.decisions
+                                if "localised along the time loop" not in d] + lines
+        if not keep:
+            return seq
+        x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
+        band = x.ancestor(x.get_tree_depth() - depth)
+        band = graft_tile_writeback(self.scop, band, backs, self.local_copies, self.namer)
+        return band.ancestor(band.get_tree_depth() - depth)
 
     def localise(self, node: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
         """``--localise LOOP[:w]`` (seed 001): keep what a sequential loop of this
