@@ -437,6 +437,22 @@ def _same_tile_before(n: int, strict: bool) -> isl.Map:
     return isl.Map(f"{{ [{', '.join(ps)}] -> [{', '.join(qs)}] : {cond} }}")
 
 
+def _box_extents(m: isl.Map) -> list[int | None]:
+    """The largest extent of each output dimension of ``m`` over its domain and every
+    parameter (``None``: unbounded).  The extent ``hi − lo + 1`` is rounded up to an
+    integer first: on small-size pieces isl writes it as a rational expression whose
+    maximum it refuses to compute."""
+    from .localise import _constant_bound
+    n = m.dim(isl.dim_type.out)
+    out: list[int | None] = []
+    for d in range(n):
+        md = m.project_out(isl.dim_type.out, d + 1, n - d - 1).project_out(isl.dim_type.out, 0, d)
+        lo = md.lexmin_pw_multi_aff().get_pw_aff(0)
+        hi = md.lexmax_pw_multi_aff().get_pw_aff(0)
+        out.append(_constant_bound(hi.sub(lo).add_constant_val(isl.Val(1)).ceil()))
+    return out
+
+
 def _writes_at(scop: Scop, lb: LocalBuffer) -> isl.Map:
     """``{ [p] -> A[x] }``: the elements of ``lb``'s array written at prefix ``p``."""
     writes = None
@@ -463,11 +479,10 @@ def tile_footprint(scop: Scop, lb: LocalBuffer, limit: int, used: int
     of AST generation.  Returns (the buffer, with its move-in, for the steps; the
     buffer of the write-back, on the tile's prefix; a decision line), or
     ``(None, None, why)`` when the footprint is unbounded or too large."""
-    from .localise import _box_index
     cached = lb.loc.cached
     n = cached.dim(isl.dim_type.in_)
     tile = cached.project_out(isl.dim_type.in_, n - 1, 1)          # { [w, c..] -> A[x] }
-    _, exts = _box_index(tile)
+    exts = _box_extents(tile)
     if None in exts:
         return None, None, f"{lb.array}: not localised (the tile's footprint is unbounded)"
     exts = [e for e in exts]
