@@ -45,6 +45,8 @@ DEFAULT_SUB_TILE = 16
 LOWER_OPERATIONS = 20_000_000
 #: the same for the AST of skewed time tiles (--time-tiling)
 TIME_TILING_OPERATIONS = 3_000_000
+#: the budget of localised time tiles, when --localise asks for them, is this many times larger
+LOCALISED_TILES_FACTOR = 20
 #: time tiles keep their whole footprint in L (one write-back) instead of seed 001's per-step moves
 TILE_FOOTPRINT = True
 MARK_PREFIX = "pm_kernel"
@@ -998,9 +1000,12 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
             mapping = map_schedule(scop, sched, options.with_(shared="none"))
             program = lower(scop, mapping)
     elif options.time_tiling:
-        # isl's AST generation over skewed tiles of 3+ loops can take minutes (jacobi-2d)
+        # isl's AST generation over skewed tiles of 3+ loops can take minutes (jacobi-2d);
+        # asked for (--localise), the localised tiles get the larger budget
+        budget = TIME_TILING_OPERATIONS * (LOCALISED_TILES_FACTOR if options.localise and
+                                           mapping.local_copies else 1)
         try:
-            with OperationBudget(scop.context.get_ctx(), TIME_TILING_OPERATIONS):
+            with OperationBudget(scop.context.get_ctx(), budget):
                 program = lower(scop, mapping)
         except isl.Error:
             program = None
@@ -1008,8 +1013,7 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
             # the move-in/move-out sets of skewed 3-d tiles are the costly part: the
             # tiles' threads without localisation
             fallback = [f"time tiling: the tiles' data not localised: generating the code "
-                        f"of their moves took more than {TIME_TILING_OPERATIONS} isl "
-                        "operations"]
+                        f"of their moves took more than {budget} isl operations"]
             mapping = map_schedule(scop, sched, options.with_(shared="none"))
             try:
                 with OperationBudget(scop.context.get_ctx(), TIME_TILING_OPERATIONS):
