@@ -342,16 +342,18 @@ class _Mapper:
         (:func:`.memory.localcode.plan_shared`, :func:`~.memory.localcode.graft_shared`,
         as for the one-block time loop).  On unless ``--shared none``; ``--localise
         LOOP:w`` sets the window; by default only for tiles with one spatial loop (the
-        moves of 2-d skewed tiles cost minutes of isl's AST generation, see
-        :data:`TIME_TILING_OPERATIONS`).  Returns the node at ``seq``'s position."""
+        moves of 2-d skewed tiles cost tens of seconds of isl's AST generation, so
+        only when ``--localise`` asks, with :data:`LOCALISED_TILES_FACTOR` times the
+        budget).  With :data:`TILE_FOOTPRINT` L holds the tile's whole footprint
+        (:meth:`footprint_tile`).  Returns the node at ``seq``'s position."""
         if self.options.shared == "none":
             return seq
         from .memory.localcode import LocalPlan, graft_shared, plan_shared
         if spatial > 1 and self.options.localise is None:
             plan.local = LocalPlan(decisions=[
                 f"{plan.name[3:]}: the tile's data not localised along t: isl's code for the "
-                "moves of skewed tiles with 2+ spatial loops takes minutes (jacobi-2d: "
-                f"over {TIME_TILING_OPERATIONS} isl operations); --localise t tries"])
+                "moves of skewed tiles with 2+ spatial loops is slow (jacobi-2d, tiles 2,8,8: "
+                "about 50 s); --localise t asks for it"])
             return seq
         depth = seq.get_tree_depth()
         if seq.band_n_member() > 1:
