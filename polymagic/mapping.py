@@ -36,6 +36,7 @@ from .memory.constant import ConstantChooser
 from .options import Options, per_thread_tile
 from .schedule import ScheduleResult
 from .scop import Scop
+from .timeblock import TIME_TILES_MARK
 
 DEFAULT_TILES = {1: (256,), 2: (32, 32), 3: (4, 8, 32)}
 DEFAULT_BLOCKS = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
@@ -44,6 +45,10 @@ DEFAULT_SUB_TILE = 16
 LOWER_OPERATIONS = 20_000_000
 #: the same for the AST of skewed time tiles (--time-tiling)
 TIME_TILING_OPERATIONS = 3_000_000
+#: the budget of localised time tiles, when --localise asks for them, is this many times larger
+LOCALISED_TILES_FACTOR = 20
+#: time tiles keep their whole footprint in L (one write-back) instead of seed 001's per-step moves
+TILE_FOOTPRINT = True
 MARK_PREFIX = "pm_kernel"
 
 
@@ -200,6 +205,8 @@ class _Mapper:
             return node
         if not has_parallelism(node) and t == isl.schedule_node_type.filter:
             return self.visit(node.child(0)).parent()
+        if t == isl.schedule_node_type.mark and node.mark_get_id().get_name() == TIME_TILES_MARK:
+            return self.time_tile_kernel(node.delete())
         return self.visit(node.child(0)).parent()
 
     def single_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
@@ -216,8 +223,9 @@ class _Mapper:
         """``--localise t`` names this host loop (one of the iterators it combines):
         run it inside one block instead (:mod:`.timeblock`)."""
         import re
-        if self.options.localise is None:
-            return False
+        if self.options.localise is None or kernel_mark(node.child(0)) is None and \
+                node.child(0).get_type() == isl.schedule_node_type.mark:
+            return False           # the wavefront of a time-tiled schedule
         text = _member_text(node.band_get_partial_schedule(), 0)
         return self.options.localise[0] in re.findall(r"[A-Za-z_]\w*", text)
 
@@ -255,6 +263,141 @@ class _Mapper:
         if sizes:
             node = node.parent()
         return node.insert_mark(isl.Id(name))
+
+    def time_tile_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
+        """One block per time tile (``--time-tiling``, issue 5): ``node`` is the band
+        of tile coordinates ``c_1..`` (one block each, innermost on x), its child the
+        sequential points (the skewed time loop first), then the coincident points,
+        distributed cyclically over the block's threads (``b ≡ tid (mod B)``, as
+        :func:`.timeblock.thread_map` does for one block) with a barrier after each
+        sequential point (:func:`.timeblock.time_tiled_schedule` checked with isl that
+        no dependence joins two points of one sequential step)."""
+        from .memory.plan import _sync_graft
+        from .timeblock import time_tiles
+        name = self.new_name()
+        nc = node.band_n_member()
+        cband = node.band_get_partial_schedule()
+        domain = node.get_domain()
+        rng = isl.UnionMap.from_multi_union_pw_aff(cband).intersect_domain(
+            domain).range().extract_set(cband.get_space()).intersect_params(self.scop.context)
+        members: list[MappedMember] = []
+        block_filt, block_ctx = domain, []
+        for j in range(nc):
+            axis = "xyz"[nc - 1 - j]
+            tmin, tmax = rng.dim_min(j).coalesce(), rng.dim_max(j).coalesce()
+            members.append(MappedMember(axis, 1, 1, _member_text(cband, j), tmin, tmax))
+            b = isl.UnionPwAff.param_on_domain_id(domain, param_id(kir.BLOCK_IDS[axis]))
+            offset = isl.UnionPwAff.pw_aff_on_domain(domain, tmin)
+            block_filt = block_filt.intersect(cband.get_at(j).sub(offset).sub(b).zero_union_set())
+            block_ctx.append(f"{kir.BLOCK_IDS[axis]} >= 0")
+        seq = node.child(0)
+        seq_text = [_member_text(seq.band_get_partial_schedule(), i)
+                    for i in range(seq.band_n_member())]
+        par = seq.child(0)
+        pband = par.band_get_partial_schedule()
+        npar = par.band_n_member()
+        tiles = time_tiles(self.options.time_tiling, nc + 1)[1:]
+        blk = list(self.options.block or DEFAULT_BLOCKS[min(npar, 3)]) + [1, 1, 1]
+        threads: list[int] = []
+        thread_filt, thread_ctx = par.get_domain(), []
+        for j in range(min(npar, 3)):
+            axis = "xyz"[min(npar, 3) - 1 - j]
+            k = "xyz".index(axis)
+            bj = max(1, min(blk[k], tiles[j] if j < len(tiles) else blk[k]))
+            threads.append(bj)
+            t = isl.UnionPwAff.param_on_domain_id(thread_filt, param_id(kir.THREAD_IDS[axis]))
+            if j < nc and bj == tiles[j]:
+                # one thread per point of the tile's extent: b = T·c + tid, an equality
+                # (no loop, no modulo for isl's AST generator)
+                off = cband.get_at(j).intersect_domain(thread_filt).scale_val(isl.Val(bj))
+                thread_filt = thread_filt.intersect(
+                    pband.get_at(j).sub(off).sub(t).zero_union_set())
+            else:
+                thread_filt = thread_filt.intersect(
+                    pband.get_at(j).sub(t).mod_val(isl.Val(bj)).zero_union_set())
+            thread_ctx.append(f"0 <= {kir.THREAD_IDS[axis]} < {bj}")
+        block = tuple((threads[::-1] + [1, 1, 1])[:3])
+        if math.prod(block) > 1024:
+            raise OptionsError(f"--time-tiling: {block} threads per block, at most 1024")
+        par = par.insert_filter(thread_filt.intersect_params(_id_bounds(thread_ctx)))
+        par = par.graft_after(_sync_graft(self.scop, par, self.namer.sync()))
+        depth = node.get_tree_depth()
+        par_text = [_member_text(pband, i) for i in range(npar)]
+        plan = KernelPlan(name, members, seq_text, _statements(node), threads=block,
+                          text=f"one block per time tile ({', '.join(mm.loop for mm in members)}"
+                               f"), sequential in the block: {', '.join(seq_text)} (a barrier "
+                               f"after each step), over {'x'.join(map(str, block))} threads: "
+                               f"{', '.join(par_text)} (cyclic)")
+        node = self.localise_tile(par.ancestor(par.get_tree_depth() - depth - 1), plan, npar)
+        node = node.ancestor(node.get_tree_depth() - depth)
+        node = node.insert_filter(block_filt.intersect_params(_id_bounds(block_ctx)))
+        self.plans[name] = plan
+        return node.insert_mark(isl.Id(name))
+
+    def localise_tile(self, seq: isl.ScheduleNode, plan: KernelPlan, spatial: int
+                      ) -> isl.ScheduleNode:
+        """Seed 001 localisation along the skewed time loop of a time tile (the first
+        member of the band ``seq``, split off): what the tile's threads access at step
+        ``t`` stays in shared memory for step ``t + 1``, only the difference moves
+        (:func:`.memory.localcode.plan_shared`, :func:`~.memory.localcode.graft_shared`,
+        as for the one-block time loop).  On unless ``--shared none`` or ``--no-localise``; ``--localise
+        LOOP:w`` sets the window; by default only for tiles with one spatial loop (the
+        moves of 2-d skewed tiles cost tens of seconds of isl's AST generation, so
+        only when ``--localise`` asks, with :data:`LOCALISED_TILES_FACTOR` times the
+        budget).  With :data:`TILE_FOOTPRINT` L holds the tile's whole footprint
+        (:meth:`footprint_tile`).  Returns the node at ``seq``'s position."""
+        if self.options.shared == "none" or \
+                self.options.localise is None and not self.options.localise_auto:
+            return seq
+        from .memory.localcode import LocalPlan, graft_shared, plan_shared
+        if spatial > 1 and self.options.localise is None:
+            plan.local = LocalPlan(decisions=[
+                f"{plan.name[3:]}: the tile's data not localised along t: isl's code for the "
+                "moves of skewed tiles with 2+ spatial loops is slow (jacobi-2d, tiles 2,8,8: "
+                "about 50 s); --localise t asks for it"])
+            return seq
+        depth = seq.get_tree_depth()
+        if seq.band_n_member() > 1:
+            seq = seq.band_split(1)
+        window = self.options.localise[1] if self.options.localise else 1
+        x = seq.child(0)
+        plan.local = plan_shared(self.scop, x, self.options, plan.name[3:], plan.block, window)
+        if TILE_FOOTPRINT:
+            return self.footprint_tile(seq, x, plan, depth)
+        for lb in plan.local.buffers:
+            if lb.loc.written:
+                lb.loc.move_out = lb.loc.move_out.intersect(_written_so_far(self.scop, lb))
+        if plan.local.buffers:
+            x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
+        return x.ancestor(x.get_tree_depth() - depth)
+
+    def footprint_tile(self, seq: isl.ScheduleNode, x: isl.ScheduleNode, plan: KernelPlan,
+                       depth: int) -> isl.ScheduleNode:
+        """The tile's buffers hold its whole footprint (:func:`.memory.localcode.
+        tile_footprint`): move-ins at first touch inside the time loop, one write-back
+        after it."""
+        from .memory.localcode import LOCAL_LIMIT, graft_shared, graft_tile_writeback, \
+            tile_footprint
+        kname = plan.name[3:]
+        keep, backs, lines, used = [], [], [], 0
+        limit = min(self.options.shared_mem, LOCAL_LIMIT)
+        for lb in plan.local.buffers:
+            lb2, back, why = tile_footprint(self.scop, lb, limit, used)
+            lines.append(f"{kname}: {why}")
+            if lb2 is not None:
+                keep.append(lb2)
+                used += lb2.nbytes
+                if back is not None:
+                    backs.append(back)
+        plan.local.buffers = keep
+        plan.local.decisions = [d for d in plan.local.decisions
+                                if "localised along the time loop" not in d] + lines
+        if not keep:
+            return seq
+        x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
+        band = x.ancestor(x.get_tree_depth() - depth)
+        band = graft_tile_writeback(self.scop, band, backs, self.local_copies, self.namer)
+        return band.ancestor(band.get_tree_depth() - depth)
 
     def localise(self, node: isl.ScheduleNode, plan: KernelPlan,
                  loops: list[str] | None = None) -> isl.ScheduleNode:
@@ -467,6 +610,32 @@ class _Mapper:
         if outer_bufs:
             node = graft_copies(self.scop, node, outer_bufs, plan.block, self.namer)
         return node
+
+
+def _written_so_far(scop: Scop, lb) -> isl.Map:
+    """``{ p -> A[x] }``: the elements of ``lb``'s array that the instances of the same
+    outer prefix written at a step ``<= p`` (the last prefix dimension) write, with
+    isl.  A time tile moves out only these (seed 001 §4.3's ``W``): an element it only
+    read holds the value global memory has, and writing it back would be a store
+    that another block of the wavefront may race with."""
+    writes = None
+    for st in scop.statements:
+        for acc in st.accesses:
+            if acc.is_write and acc.array == lb.array:
+                w = isl.UnionMap.from_map(acc.relation)
+                writes = w if writes is None else writes.union(w)
+    prefix = lb.prefix
+    space = lb.loc.move_out.get_space()
+    if writes is None:
+        return isl.Map.empty(space)
+    at = prefix.reverse().apply_range(writes.intersect_domain(prefix.domain()))
+    n = space.dim(isl.dim_type.in_)
+    ps = [f"p{k}" for k in range(n)]
+    qs = [f"q{k}" for k in range(n)]
+    cond = " and ".join([f"q{k} = p{k}" for k in range(n - 1)] + [f"q{n - 1} <= p{n - 1}"])
+    le = isl.Map(f"{{ [{', '.join(ps)}] -> [{', '.join(qs)}] : {cond} }}")
+    upto = isl.UnionMap.from_map(le.align_params(at.get_space())).apply_range(at)
+    return upto.extract_map(space)
 
 
 def _guard_grafts(node: isl.ScheduleNode) -> isl.ScheduleNode:
@@ -859,11 +1028,27 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
             mapping = map_schedule(scop, sched, options.with_(shared="none"))
             program = lower(scop, mapping)
     elif options.time_tiling:
-        # isl's AST generation over skewed tiles of 3+ loops can take minutes (jacobi-2d)
+        # isl's AST generation over skewed tiles of 3+ loops can take minutes (jacobi-2d);
+        # asked for (--localise), the localised tiles get the larger budget
+        budget = TIME_TILING_OPERATIONS * (LOCALISED_TILES_FACTOR if options.localise and
+                                           mapping.local_copies else 1)
         try:
-            with OperationBudget(scop.context.get_ctx(), TIME_TILING_OPERATIONS):
+            with OperationBudget(scop.context.get_ctx(), budget):
                 program = lower(scop, mapping)
         except isl.Error:
+            program = None
+        if program is None and mapping.local_copies:
+            # the move-in/move-out sets of skewed 3-d tiles are the costly part: the
+            # tiles' threads without localisation
+            fallback = [f"time tiling: the tiles' data not localised: generating the code "
+                        f"of their moves took more than {budget} isl operations"]
+            mapping = map_schedule(scop, sched, options.with_(shared="none"))
+            try:
+                with OperationBudget(scop.context.get_ctx(), TIME_TILING_OPERATIONS):
+                    program = lower(scop, mapping)
+            except isl.Error:
+                program = None
+        if program is None:
             from .errors import CompileError
             raise CompileError(f"--time-tiling: generating the code of the skewed tiles took "
                                f"more than {TIME_TILING_OPERATIONS} isl operations; use "

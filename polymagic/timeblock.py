@@ -164,43 +164,156 @@ def wavefront_legal(sched: isl.UnionMap, validity: isl.UnionMap, m: int) -> tupl
     return legal, parallel
 
 
+#: Tile size of the members ``--time-tiling`` leaves out.
+DEFAULT_TIME_TILE = 32
+
+
+def time_tiles(sizes: tuple[int, ...], m: int) -> tuple[int, ...]:
+    """The tile sizes of an ``m``-member time band from ``--time-tiling``'s values
+    (the first is the time loop's; missing ones :data:`DEFAULT_TIME_TILE`)."""
+    return (tuple(sizes) + (DEFAULT_TIME_TILE,) * m)[:m]
+
+
+#: The mark above the tile band of a time-tiled schedule whose tiles run on the
+#: threads of a block (the mapper makes it one kernel, :meth:`.mapping._Mapper.time_tile_kernel`).
+TIME_TILES_MARK = "pm_time_tiles"
+
+
+def _reorder(full: isl.UnionMap, m: int, outs: list[str]) -> isl.UnionMap:
+    """``full`` (``[w, c_1.., b_0.., pos]``, :func:`wavefront_tile_map`) with its range
+    rewritten to ``[w, c_1.., outs...]`` (affine in ``b0..``, ``pos``)."""
+    ins = ["w"] + [f"c{k}" for k in range(1, m)] + [f"b{k}" for k in range(m)] + ["pos"]
+    head = ins[:m]
+    pm = isl.Map(f"{{ [{', '.join(ins)}] -> [{', '.join(head + outs)}] }}")
+    return full.apply_range(isl.UnionMap(pm.align_params(full.get_space())))
+
+
+def _dependence_deltas(sched: isl.UnionMap, validity: isl.UnionMap) -> isl.UnionSet:
+    """Schedule distances of the dependences under ``sched`` (with isl)."""
+    return sched.reverse().apply_range(validity).apply_range(sched).deltas()
+
+
+def _lex_forward_and_parallel(sched: isl.UnionMap, validity: isl.UnionMap, n: int,
+                              nfix: int) -> bool:
+    """Every dependence goes lexicographically forward in the ``n``-dimensional
+    ``sched`` and none joins two instances equal in the first ``nfix`` dimensions:
+    the dimensions after them are parallel (may run on different threads) once the
+    first ``nfix`` are fixed, a barrier after each such point ordering the rest."""
+    delta = _dependence_deltas(sched, validity)
+    if delta.is_empty():
+        return True
+    ds = [f"d{k}" for k in range(n)]
+    back = " or ".join(
+        "(" + " and ".join([f"d{j} = 0" for j in range(k)] + [f"d{k} < 0"]) + ")"
+        for k in range(n))
+    same = " and ".join(f"d{k} = 0" for k in range(nfix))
+    bad = isl.Set(f"{{ [{', '.join(ds)}] : {back} or ({same}) }}")
+    return delta.intersect(isl.UnionSet(bad.align_params(delta.get_space()))).is_empty()
+
+
+def intra_tile_order(full: isl.UnionMap, validity: isl.UnionMap, m: int
+                     ) -> tuple[isl.UnionMap, int, str] | None:
+    """How the points of one time tile run on the threads of its block (issue 5), or
+    ``None`` when no order tried leaves a parallel level: returns the reordered
+    schedule ``[w, c_1.., seq..., par...]``, the number of sequential point
+    dimensions (each followed by a barrier) and a description.
+
+    Tried in turn, each checked with isl (:func:`_lex_forward_and_parallel`: no
+    dependence between two instances of one tile with the same sequential values):
+
+    * ``statements``: ``[b0, pos | b1..]``, the skewed time loop, then the statements
+      in order, the spatial members parallel (Jacobi-like stencils: within a time
+      step only one statement's results feed the next);
+    * ``wavefront``: ``[b0, b1 + .. + b_{m-1}, pos | b1..]``, a wavefront of the
+      spatial members inside the time step (Gauss-Seidel-like in-place stencils:
+      every member's distance is >= 0 in the permutable band, so their sum is > 0
+      for every dependence that is not between equal points).
+    """
+    n = 2 * m + 1
+    bs = [f"b{k}" for k in range(m)]
+    par = bs[1:]
+    tries = [("statements", [bs[0], "pos"] + par,
+              "the skewed time loop and the statements in sequence, the spatial points "
+              "of each step over the block's threads")]
+    if m >= 3:
+        tries.append(("wavefront", [bs[0], " + ".join(par), "pos"] + par,
+                      "the skewed time loop and a wavefront of the spatial points in "
+                      "sequence, the points of each wavefront over the block's threads"))
+    for _name, outs, text in tries:
+        nseq = len(outs) - len(par)
+        sched = _reorder(full, m, outs)
+        if _lex_forward_and_parallel(sched, validity, m + len(outs), m + nseq):
+            return sched, nseq, text
+    return None
+
+
 def time_tiled_schedule(scop, deps, sizes: tuple[int, ...]
                         ) -> tuple[isl.Schedule | None, str]:
     """The schedule tree of a time-tiled mapping (``--time-tiling T[,S1,...]``, issue 5),
     or ``None`` and why not: a band ``[w]`` (the wavefront, not coincident: a host loop
-    of launches), a band of the other tile coordinates (coincident: blocks and threads,
-    one tile per thread), and the points of the tile with the skewed time loop first
-    (sequential inside the thread), then the statement order.  Legality and the
-    independence of one wavefront's tiles are checked with isl
-    (:func:`wavefront_legal`) before the tree is returned."""
+    of launches), a band of the other tile coordinates (coincident: one block per
+    tile), marked :data:`TIME_TILES_MARK`, then the points of the tile in the order
+    :func:`intra_tile_order` found (sequential members, each point followed by a
+    barrier, then coincident members distributed over the block's threads).  When no
+    order leaves parallel points, the old mapping: each thread runs a whole tile, the
+    tile band coincident (blocks and threads) and the points sequential inside the
+    thread.  Legality and the independence of one wavefront's tiles are checked with
+    isl (:func:`wavefront_legal`) before the tree is returned."""
     from .schedule import configure
     band, why = time_tiling_band(scop, deps)
     if band is None:
         return None, why
     m = band.dim(isl.dim_type.out)
-    tiles = (tuple(sizes) + (32,) * m)[:m] if len(sizes) < m else tuple(sizes[:m])
+    tiles = time_tiles(sizes, m)
     if len(sizes) > m:
         return None, f"{len(sizes)} tile sizes for a {m}-loop time band"
     full = wavefront_tile_map(band, tiles, domain=scop.domain)
     legal, parallel = wavefront_legal(full, deps.validity, m)
     if not (legal and parallel):
         return None, "the wavefront of time tiles would break a dependence"
+    inside = intra_tile_order(full, deps.validity, m) if m <= 4 else None
     n = 2 * m + 1
 
-    def part(lo: int, hi: int) -> isl.MultiUnionPwAff:
-        pm = isl.Map("{ [%s] -> [%s] }" % (", ".join(f"d{k}" for k in range(n)),
+    def part(sched: isl.UnionMap, lo: int, hi: int) -> isl.MultiUnionPwAff:
+        width = _out_dims(sched)
+        pm = isl.Map("{ [%s] -> [%s] }" % (", ".join(f"d{k}" for k in range(width)),
                                             ", ".join(f"d{k}" for k in range(lo, hi))))
         return isl.MultiUnionPwAff.from_union_map(
-            full.apply_range(isl.UnionMap(pm.align_params(full.get_space()))))
+            sched.apply_range(isl.UnionMap(pm.align_params(sched.get_space()))))
     configure(scop.context.get_ctx())
     node = isl.Schedule.from_domain(scop.domain.intersect_params(scop.context)).get_root()
-    node = node.child(0).insert_partial_schedule(part(m, n))
+    text = ", ".join(str(t) for t in tiles)
+    if inside is not None:
+        sched, nseq, how = inside
+        width = _out_dims(sched)
+        node = node.child(0).insert_partial_schedule(part(sched, m + nseq, width))
+        for k in range(width - m - nseq):
+            node = node.band_member_set_coincident(k, True)
+        node = node.insert_partial_schedule(part(sched, m, m + nseq))
+        if m > 1:
+            node = node.insert_partial_schedule(part(sched, 1, m))
+            for k in range(m - 1):
+                node = node.band_member_set_coincident(k, True)
+        node = node.insert_mark(isl.Id(TIME_TILES_MARK))
+        node = node.insert_partial_schedule(part(sched, 0, 1))
+        return node.get_schedule(), (
+            f"time tiling: tiles {text} of isl's skewed band, one launch per wavefront, "
+            f"one block per tile: {how} (checked legal and parallel with isl)")
+    node = node.child(0).insert_partial_schedule(part(full, m, n))
     if m > 1:
-        node = node.insert_partial_schedule(part(1, m))
+        node = node.insert_partial_schedule(part(full, 1, m))
         for k in range(m - 1):
             node = node.band_member_set_coincident(k, True)
-    node = node.insert_partial_schedule(part(0, 1))
-    text = ", ".join(str(t) for t in tiles)
+    node = node.insert_partial_schedule(part(full, 0, 1))
     return node.get_schedule(), (f"time tiling: tiles {text} of isl's skewed band, one "
                                  "launch per wavefront, each thread runs one tile with "
-                                 "the time loop sequential (checked legal with isl)")
+                                 "the time loop sequential (checked legal with isl); "
+                                 "no parallel level inside a tile at fixed t (isl), so "
+                                 "not one block per tile")
+
+
+def _out_dims(umap: isl.UnionMap) -> int:
+    """Number of output dimensions of a union map whose ranges share one space."""
+    maps: list[isl.Map] = []
+    umap.foreach_map(maps.append)
+    return maps[0].dim(isl.dim_type.out) if maps else 0

@@ -485,3 +485,100 @@ def graft_shared(scop: Scop, x: isl.ScheduleNode, plan: LocalPlan,
         copies[stmt] = ("out", lb)
         node = node.graft_after(_copy_graft(scop, node, stmt, out, lb.block))
     return node
+
+
+# ---- a time tile (--time-tiling): L holds the tile's whole footprint ---------------------
+
+def _same_tile_before(n: int, strict: bool) -> isl.Map:
+    """``{ [p] -> [q] }``: ``q`` the same tile (outer dims) at an earlier step (``q_t < p_t``,
+    or ``<=`` when not ``strict``), ``n`` prefix dims, the step last."""
+    ps, qs = [f"p{k}" for k in range(n)], [f"q{k}" for k in range(n)]
+    last = f"q{n - 1} {'<' if strict else '<='} p{n - 1}"
+    cond = " and ".join([f"q{k} = p{k}" for k in range(n - 1)] + [last])
+    return isl.Map(f"{{ [{', '.join(ps)}] -> [{', '.join(qs)}] : {cond} }}")
+
+
+def _box_extents(m: isl.Map) -> list[int | None]:
+    """The largest extent of each output dimension of ``m`` over its domain and every
+    parameter (``None``: unbounded).  The extent ``hi − lo + 1`` is rounded up to an
+    integer first: on small-size pieces isl writes it as a rational expression whose
+    maximum it refuses to compute."""
+    from .localise import _constant_bound
+    n = m.dim(isl.dim_type.out)
+    out: list[int | None] = []
+    for d in range(n):
+        md = m.project_out(isl.dim_type.out, d + 1, n - d - 1).project_out(isl.dim_type.out, 0, d)
+        lo = md.lexmin_pw_multi_aff().get_pw_aff(0)
+        hi = md.lexmax_pw_multi_aff().get_pw_aff(0)
+        out.append(_constant_bound(hi.sub(lo).add_constant_val(isl.Val(1)).ceil()))
+    return out
+
+
+def _writes_at(scop: Scop, lb: LocalBuffer) -> isl.Map:
+    """``{ [p] -> A[x] }``: the elements of ``lb``'s array written at prefix ``p``."""
+    writes = None
+    for st in scop.statements:
+        for acc in st.accesses:
+            if acc.is_write and acc.array == lb.array:
+                w = isl.UnionMap.from_map(acc.relation)
+                writes = w if writes is None else writes.union(w)
+    space = lb.loc.cached.get_space()
+    if writes is None:
+        return isl.Map.empty(space)
+    at = lb.prefix.reverse().apply_range(writes.intersect_domain(lb.prefix.domain()))
+    return at.extract_map(space)
+
+
+def tile_footprint(scop: Scop, lb: LocalBuffer, limit: int, used: int
+                   ) -> tuple[LocalBuffer | None, LocalBuffer | None, str]:
+    """Seed 001 inside one time tile with L holding the tile's whole footprint (every
+    element it touches at any of its steps, a bounding box addressed modulo its
+    extents, so no two live elements share a slot): an element moves in when the
+    tile first touches it, ``I(p) = C(p) − ∪_{q<p} C(q)`` (isl), and the elements
+    the tile wrote move out once, after its last step.  This keeps isl's code small
+    where the per-step move-out ``C(p) − C(p+1)`` of skewed 2-d tiles costs minutes
+    of AST generation.  Returns (the buffer, with its move-in, for the steps; the
+    buffer of the write-back, on the tile's prefix; a decision line), or
+    ``(None, None, why)`` when the footprint is unbounded or too large."""
+    cached = lb.loc.cached
+    n = cached.dim(isl.dim_type.in_)
+    tile = cached.project_out(isl.dim_type.in_, n - 1, 1)          # { [w, c..] -> A[x] }
+    exts = _box_extents(tile)
+    if None in exts:
+        return None, None, f"{lb.array}: not localised (the tile's footprint is unbounded)"
+    exts = [e for e in exts]
+    if used + buffer_bytes(lb.ctype, tuple(exts)) > limit:
+        return None, None, (f"{lb.array}: not localised (the tile's footprint, "
+                            f"{'x'.join(map(str, exts))}, exceeds the shared memory of a block)")
+    before = _same_tile_before(n, True).align_params(cached.get_space())
+    lb.loc.move_in = cached.subtract(before.apply_range(cached)).coalesce()
+    lb.loc.move_out = isl.Map.empty(cached.get_space())
+    lb.extents = tuple(exts)
+    lb.index = [_array_mod(cached, d, e) for d, e in enumerate(exts)]
+    written = _writes_at(scop, lb).project_out(isl.dim_type.in_, n - 1, 1).coalesce()
+    back = None
+    if lb.loc.written and not written.is_empty():
+        back = LocalBuffer(lb.name, lb.array, lb.ctype, lb.extents, lb.loc, lb.prefix,
+                           [_array_mod(written, d, e) for d, e in enumerate(exts)],
+                           lb.rows, lb.block, [])
+        back.written = written
+    return lb, back, (f"{lb.array}: the tile's whole footprint {lb.name}"
+                      f"[{']['.join(map(str, exts))}] in shared memory (modulo addressing), "
+                      "moved in at first touch" + (", written back after the tile's last step"
+                                                   if back is not None else ""))
+
+
+def graft_tile_writeback(scop: Scop, band: isl.ScheduleNode, backs: list[LocalBuffer],
+                         copies: dict[str, tuple[str, LocalBuffer]], namer
+                         ) -> isl.ScheduleNode:
+    """After the tile's time loop ``band``: a barrier, then ``A[x] = L[x mod e]`` for
+    every element the tile wrote (distributed over the block's threads)."""
+    from .plan import _copy_graft, _sync_graft
+    node = band
+    for lb in reversed(backs):
+        stmt = f"pm_lout_{lb.name}"
+        copies[stmt] = ("out", lb)
+        node = node.graft_after(_copy_graft(scop, node, stmt, lb.written, lb.block))
+    if backs:
+        node = node.graft_after(_sync_graft(scop, node, namer.sync()))
+    return node
