@@ -137,7 +137,9 @@ def test_gemm_global_loads_fall_with_registers(shared):
 @pytest.mark.parametrize("shared", ["auto", "none"])
 def test_examples_match_cpu_with_registers_on_and_off(name, shared):
     _, on = _run(name, shared=shared)
-    _, off = _run(name, shared=shared, registers=False)
+    # registers off and no default localisation in their place (it can do better:
+    # 2mm with --shared none localises C along k, 4763 loads against 4873)
+    _, off = _run(name, shared=shared, registers=False, localise_auto=False)
     assert on.counters["loads"] <= off.counters["loads"]
 
 
