@@ -227,9 +227,9 @@ def test_emulator_rejects_a_misaligned_vector_access():
 def test_no_vector_option():
     assert parse_options("--no-vector").vector is False
     assert parse_options("--vector").vector is True
-    assert parse_options("").vector is True           # the default
-    assert Options().vector is True
-    assert Options().key() != Options(vector=False).key()
+    assert parse_options("").vector is False          # opt-in: 4x isl AST time
+    assert Options().vector is False
+    assert Options().key() != Options(vector=True).key()
 
 
 @pytest.mark.parametrize("n", [100, 64, 37])
@@ -238,10 +238,9 @@ def test_chunks_over_two_dims_reach_every_row(n):
     256 threads take 8 chunks each, two rows apart.  isl's AST generator kept one
     chunk per thread when the copy band scanned the chunk's coordinates directly
     (rows 2-15 never copied in, an uninitialised shared read); the copy band now
-    scans each thread's round first.  Vector copies are the default."""
+    scans each thread's round first."""
     src = (EXAMPLES / "gemver.c").read_text()
-    opts = parse_options("--target emulator --mapping single").with_(sizes={"n": n})
-    assert opts.vector
+    opts = parse_options("--target emulator --mapping single --vector").with_(sizes={"n": n})
     c = compile_source(src, opts)
     if n % 2 == 0:
         assert _vector_copies(c)
