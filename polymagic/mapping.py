@@ -847,8 +847,9 @@ class _SuperMapper:
                 node = node.band_member_set_coincident(j, 1)
             node = atomic(node)
             self.memory = self.block_memory(name[3:], k, node.child(0), host)
-            body = self.items(node.child(0), k.body, True)
-            node = self.memory.graft_block(body).parent()
+            depth = node.get_tree_depth()
+            body = self.memory.graft_block(self.items(node.child(0), k.body, True))
+            node = body.ancestor(body.get_tree_depth() - depth)
             node = node.insert_filter(filt.intersect_params(_id_bounds(block_ctx)))
             if self.memory.mem.buffers:
                 node = _guard_grafts(node.child(0).child(0)).parent().parent()
