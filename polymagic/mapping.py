@@ -685,6 +685,8 @@ class _SuperMapper:
         self.params = ", ".join(scop.size_params + _ALL_IDS)
         self.block = (1, 1, 1)
         self.memory: _SuperMemory | None = None             # the kernel being built
+        self.steps: list = []            # loops of the step loops around the node built
+        self.kernel_block: list = []     # block loops of the kernel being built
         self.reductions: dict[str, TreeReduction] = {}      # by statement
         from .schedule.loop_kinds import reduction_operator
         from .schedule.superposition import ThreadGroup
@@ -784,7 +786,10 @@ class _SuperMapper:
             band = atomic(band)
             if not in_kernel:
                 self.host_loops.append(self.plan.loop_text(it.loop))
-            return self.items(band.child(0), it.body, in_kernel, step=in_kernel).parent()
+            self.steps.append(it.loop)
+            node = self.items(band.child(0), it.body, in_kernel, step=in_kernel).parent()
+            self.steps.pop()
+            return node
         if isinstance(it, Kernel):
             return self.kernel(node, it)
         return self.thread_group(node, it)
@@ -820,6 +825,7 @@ class _SuperMapper:
         name = f"{MARK_PREFIX}{len(self.plans)}"
         tiles, blk = self.tiles_and_threads(k)
         self.block = blk
+        self.kernel_block = list(k.block)
         members: list[MappedMember] = []
         domain = node.get_domain()
         block_ctx: list[str] = []
@@ -912,7 +918,7 @@ class _SuperMapper:
     def thread_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
         if g.reduction:
             return self.reduction_group(node, g)
-        chunk = self.thread_tiles(g)
+        chunk = self.thread_tiles(node, g) if self.memory is not None else None
         bufs = self.memory.plan_group(node, g, chunk) if self.memory is not None and \
             chunk is not None else []
         nests = self.plan.nests
@@ -955,18 +961,60 @@ class _SuperMapper:
             node = node.ancestor(node.get_tree_depth() - depth)
         return node
 
-    def thread_tiles(self, g) -> isl.MultiUnionPwAff | None:
-        """The thread tiles of a thread group: ``⌊Θ_thread / blockDim⌋`` per thread
-        dimension (outermost first), one point per thread in each tile.  A band of
-        them above the group's thread filter is legal (its thread dimensions carry no
-        dependence, Lemma 1, so the instances of different thread points may be
-        reordered), and bounds the data a block touches per tile, as the single
-        mapping's sub-tiles do (seed 000 §4.1).  None without thread dimensions."""
+    def thread_tiles(self, node: isl.ScheduleNode, g) -> isl.MultiUnionPwAff | None:
+        """The thread tiles of a thread group built at ``node``: ``⌊Θ_thread /
+        blockDim⌋`` per thread dimension (outermost first), one point per thread in
+        each tile, then, when legal, a sub-tile ``⌊L / T⌋`` of a loop ``L`` each
+        thread runs sequentially (gemm's ``k``; ``T`` from ``--tile`` after the block
+        loops, else 16).  Above the group's thread filter they bound the data a block
+        touches per tile, as the single mapping's sub-tiles do (seed 000 §4.1).  The
+        thread tiles are legal because the thread dimensions carry no dependence
+        (Lemma 1); the sub-tile is kept only when isl finds that no dependence
+        between instances of one prefix goes backwards in the tiles.  None without
+        thread dimensions."""
         if not g.dims:
             return None
         members = [{s: f"floor(({self._loop(d[s])})/{self.block['xyz'.index(ax)]})"
                     for s in g.statements} for d, ax in reversed(list(zip(g.dims, "xyz")))]
+        sub = self.sub_tile(g)
+        if sub is not None and self._tiles_legal(node, members + [sub]):
+            members.append(sub)
         return self._mupa(members)
+
+    def sub_tile(self, g) -> dict[str, str] | None:
+        """Per statement of ``g``, ``⌊L / T⌋`` of its outermost loop that is neither a
+        thread, a block nor a step loop (``0`` for a statement without one); None when
+        no statement has such a loop."""
+        given = list(self.options.tile or ())[len(self.kernel_block):]
+        size = given[0] if given else DEFAULT_SUB_TILE
+        out = {}
+        for s in g.statements:
+            used = {d[s][0] for d in g.dims} | {b[s][0] for b in self.kernel_block if s in b} | \
+                {st[s][0] for st in self.steps if s in st}
+            free = [lp for lp in self.plan.nests[s].loops if lp[0] not in used]
+            out[s] = f"floor(({self._loop(free[0])})/{size})" if free else "0"
+        return out if any(v != "0" for v in out.values()) else None
+
+    def _tiles_legal(self, node: isl.ScheduleNode, members: list[dict[str, str]]) -> bool:
+        """No dependence between two instances of one prefix (host, block tile, step
+        loops) goes from a later tile to an earlier one (isl, on the plan's
+        dependences)."""
+        from .memory.plan import _prefix
+        validity = getattr(self.plan, "validity", None)
+        if validity is None:
+            return False
+        pre = _prefix(node)
+        dom = pre.domain()
+        deps = validity.align_params(pre.get_space()).intersect_domain(dom).intersect_range(dom)
+        deps = deps.intersect(pre.apply_range(pre.reverse()))
+        if deps.is_empty():
+            return True
+        tiles = isl.UnionMap.from_multi_union_pw_aff(self._mupa(members)).intersect_domain(dom)
+        pairs = tiles.reverse().apply_range(deps).apply_range(tiles)
+        if pairs.is_empty():
+            return True
+        m = isl.Map.from_union_map(pairs)
+        return m.intersect(isl.Map.lex_gt(m.domain().get_space())).is_empty()
 
     def summary(self, k, tiles: list[int], blk: tuple[int, int, int]) -> str:
         from .schedule.superposition import StepLoop, ThreadGroup
