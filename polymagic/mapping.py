@@ -918,9 +918,9 @@ class _SuperMapper:
     def thread_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
         if g.reduction:
             return self.reduction_group(node, g)
-        chunk = self.thread_tiles(node, g) if self.memory is not None else None
-        bufs = self.memory.plan_group(node, g, chunk) if self.memory is not None and \
-            chunk is not None else []
+        wanted = self.memory is not None and self.memory.planned and bool(self.memory.deferred)
+        chunk = self.thread_tiles(node, g) if wanted else None
+        bufs = self.memory.plan_group(node, g, chunk) if chunk is not None else []
         nests = self.plan.nests
         width = max(2 * len(nests[s].loops) + 1 for s in g.statements)
         orig = []
@@ -970,12 +970,15 @@ class _SuperMapper:
         touches per tile, as the single mapping's sub-tiles do (seed 000 §4.1).  The
         thread tiles are legal because the thread dimensions carry no dependence
         (Lemma 1); the sub-tile is kept only when isl finds that no dependence
-        between instances of one prefix goes backwards in the tiles.  None without
-        thread dimensions."""
+        between instances of one prefix goes backwards in the tiles (checked for the
+        thread tiles too, as a guard).  None without thread dimensions, or when the
+        check fails."""
         if not g.dims:
             return None
         members = [{s: f"floor(({self._loop(d[s])})/{self.block['xyz'.index(ax)]})"
                     for s in g.statements} for d, ax in reversed(list(zip(g.dims, "xyz")))]
+        if not self._tiles_legal(node, members):
+            return None
         sub = self.sub_tile(g)
         if sub is not None and self._tiles_legal(node, members + [sub]):
             members.append(sub)
