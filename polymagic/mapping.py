@@ -871,7 +871,8 @@ class _SuperMapper:
                      host: isl.UnionMap) -> "_SuperMemory":
         """Plan the kernel's block-level buffers (``body``: the leaf below its block
         tile band, None for a one-block kernel); arrays whose block footprint grows
-        with the problem size are left to its thread groups (:meth:`group_memory`)."""
+        with the problem size are left to its thread groups
+        (:meth:`_SuperMemory.plan_group`)."""
         from .schedule.superposition import ThreadGroup
         mem = _SuperMemory(self, kname, host, body.get_schedule_depth() - len(k.block)
                            if body is not None else 0, len(k.block))
@@ -881,8 +882,8 @@ class _SuperMapper:
             return mem.refuse("its tree reductions keep their own shared memory; buffers "
                               "around them are not planned")
         if body is None:
-            return mem.refuse("one block (no block-level loop): nothing is shared between "
-                              "blocks' tiles to buffer")
+            return mem.refuse("one block runs the whole kernel (no block-level loop); "
+                              "buffers are planned per block tile")
         return mem.plan_block(body)
 
     def reduction_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
