@@ -1120,21 +1120,22 @@ class _SuperMemory:
         if not arrays:
             return []
         self.n_groups += 1
-        label = f"{self.kname} [{','.join(g.statements)}]"
+        label = f"{self.kname} (thread group [{','.join(g.statements)}])"
         try:
             with self._budget():
                 tiles = isl.UnionMap.from_multi_union_pw_aff(chunk).intersect_domain(
                     pre.domain())
                 prefix = pre.flat_range_product(tiles)
-                bufs, lines, _ = level_buffers(scop, prefix, options, label,
+                bufs, lines, _ = level_buffers(scop, prefix, options, self.kname,
                                                f"sh{self.kid}t{self.n_groups}", "thread tile",
                                                arrays, self._fixed(pre), False)
+                lines = [f"{ln} in thread group [{','.join(g.statements)}]" for ln in lines]
         except isl.Error:
             self.mem.decisions.append(f"{label}: no buffers: planning them took too many "
                                       "isl operations")
             return []
         self.decided.update(arrays)
-        bufs, dropped = fit_buffers(bufs, options, label,
+        bufs, dropped = fit_buffers(bufs, options, self.kname,
                                     sum(b.nbytes for b in self.mem.buffers))
         self.mem.buffers += bufs
         self.mem.decisions += lines + dropped
