@@ -73,6 +73,41 @@ def test_jacobi_2d_alt_buffers_a_per_thread_tile():
         assert r.ok, r.message
 
 
+# jacobi-2d-alt on rows of 8: a block's rows fit, so A and B stay in shared memory
+# across the whole time loop (the step loop's barriers separate the reuses)
+NARROW = """
+void narrow(int tsteps, int n, float f, float A[n][8], float B[n][8])
+{
+  for (int t = 0; t < tsteps; t++) {
+    for (int i = 0; i < n; i++)
+      for (int j = 1; j < 7; j++)
+        B[i][j] = f * (A[i][j-1] + A[i][j] + A[i][j+1]);
+    for (int i = 0; i < n; i++)
+      for (int j = 1; j < 7; j++)
+        A[i][j] = B[i][j];
+  }
+}
+"""
+
+
+def test_block_buffers_live_across_the_step_loop():
+    opts = Options(sizes={"tsteps": 4, "n": 37}, target="emulator")
+    c = compile_source(NARROW, opts)
+    assert c.schedule.use_superposition
+    assert _buffers(c) == {"sh0_A": ("A", (8, 8)), "sh0_B": ("B", (8, 6))}
+    body = c.cuda.split("kernel0(", 1)[1]
+    loop_t = body.index("for (int pm_c1 = 0; pm_c1 <= tsteps - 1")
+    end_t = body.rindex("__syncthreads();")          # the barrier before the copy-out
+    assert body.index("sh0_A[((int)threadIdx.y)][((int)threadIdx.x)] = A[") < loop_t
+    assert body.index("B[(((int)threadIdx.y) + 8 * ((int)blockIdx.x)) * 8") > end_t
+    assert body.rindex("] = sh0_A[") > end_t and body.rindex("] = sh0_B[") > end_t
+    assert body[loop_t:end_t].count("__syncthreads()") == 2   # two per step
+    for order in ("shuffle", "reverse"):
+        r = run(c, opts.with_(emu_order=order))
+        assert r.ok, r.message
+        assert r.counters["loads"] == 37 * 8          # each element of A once
+
+
 def test_stencil_jacobi_2d_buffers_per_block_with_halo():
     opts = Options(sizes={"tsteps": 2, "n": 45}, target="emulator")
     c = compile_source(_src("jacobi-2d"), opts)
