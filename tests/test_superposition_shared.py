@@ -55,7 +55,7 @@ def test_jacobi_2d_alt_buffers_a_per_thread_tile():
     """The block tile (8 rows of i) spans whole rows: A's footprint grows with n, so A
     is buffered per thread tile (8 rows x 32 + halo columns of j, at each step t);
     B (one full-rank reference per statement) is not."""
-    opts = Options(sizes={"tsteps": 3, "n": 37}, target="emulator")
+    opts = Options(sizes={"tsteps": 3, "n": 37}, target="emulator", vector=False)
     c = compile_source(_src("jacobi-2d-alt"), opts)
     assert _buffers(c) == {"sh0t1_A": ("A", (8, 34))}
     assert any(n.startswith("kernel0: A: sh0t1_A[8][34] per thread tile") and
@@ -91,7 +91,7 @@ void narrow(int tsteps, int n, float f, float A[n][8], float B[n][8])
 
 
 def test_block_buffers_live_across_the_step_loop():
-    opts = Options(sizes={"tsteps": 4, "n": 37}, target="emulator")
+    opts = Options(sizes={"tsteps": 4, "n": 37}, target="emulator", vector=False)
     c = compile_source(NARROW, opts)
     assert c.schedule.use_superposition
     assert _buffers(c) == {"sh0_A": ("A", (8, 8)), "sh0_B": ("B", (8, 6))}
@@ -108,8 +108,21 @@ def test_block_buffers_live_across_the_step_loop():
         assert r.counters["loads"] == 37 * 8          # each element of A once
 
 
+def test_vector_copies_into_superposition_buffers():
+    """With 16-byte copies (the default, seed 002 §3.4) the thread tile's row is
+    padded so that aligned float4 chunks stay aligned in the buffer (halo 32c - 1)."""
+    for n in (37, 64):
+        opts = Options(sizes={"tsteps": 3, "n": n}, target="emulator")
+        c = compile_source(_src("jacobi-2d-alt"), opts)
+        assert _buffers(c) == {"sh0t1_A": ("A", (8, 40))}
+        assert "float4" in c.cuda
+        for order in ("shuffle", "reverse"):
+            r = run(c, opts.with_(emu_order=order))
+            assert r.ok, r.message
+
+
 def test_stencil_jacobi_2d_buffers_per_block_with_halo():
-    opts = Options(sizes={"tsteps": 2, "n": 45}, target="emulator")
+    opts = Options(sizes={"tsteps": 2, "n": 45}, target="emulator", vector=False)
     c = compile_source(_src("jacobi-2d"), opts)
     assert _buffers(c) == {"sh0_A": ("A", (10, 34)), "sh1_B": ("B", (10, 34))}
     assert any("kernel0: A: sh0_A[10][34] per block (constant reuse" in n for n in c.notes)
@@ -157,7 +170,7 @@ def test_options_no_shared_all_delta_and_shared_mem():
     every = _buffers(compile_source(src, Options(sizes=sizes, shared="all")))
     assert {"sh0_A", "sh0_B", "sh1_A", "sh1_B"} <= set(every)
     assert _buffers(compile_source(src, Options(sizes=sizes, delta=100.0))) == {}
-    c = compile_source(src, Options(sizes=sizes, shared_mem=1024))
+    c = compile_source(src, Options(sizes=sizes, shared_mem=1024, vector=False))
     assert _buffers(c) == {}
     assert any("sh0_A dropped: 2720 bytes would exceed 1024 per block" in n for n in c.notes)
 
