@@ -180,7 +180,7 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
         result.notes.append(
             "superposition maps the same loops to threadIdx.x as the single schedule "
             "(no coalescing gain in the DL model): single mapping used, with its "
-            "shared-memory buffers and registers")
+            "shared-memory buffers")
         return
     result.use_superposition = True
     if gains:
