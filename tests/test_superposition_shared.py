@@ -193,12 +193,25 @@ def test_global_loads_fall_against_no_shared(name, sizes, most):
 
 # ---- every example: emulator == CPU, NVRTC ----------------------------------------------------
 
-@pytest.mark.parametrize("name", sorted(KERNELS))
+# the examples the end-to-end suite leaves out
+OTHERS = {"coulomb": ({"NY": 19, "NX": 37, "NA": 5}, {"NY": 3, "NX": 5, "NA": 2}),
+          "gauss-seidel-2d": ({"m": 3, "n": 37}, {"m": 2, "n": 5}),
+          "sor-1d": ({"m": 4, "n": 41}, {"m": 2, "n": 3}),
+          "sor-1d-seq": ({"m": 4, "n": 41}, {"m": 2, "n": 3}),
+          "gemver": ({"n": 37}, {"n": 5})}
+ALL = {**KERNELS, **OTHERS}
+
+
+def test_every_example_is_covered():
+    assert set(ALL) == {p.stem for p in EXAMPLES.glob("*.c")}
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
 def test_every_example_matches_cpu_with_buffers(name):
     """The end-to-end sizes (several tiles; below one tile) and tiles that are not
     multiples of the block (thread tiles straddle the block tiles), every buffer
     (--shared all) in one run."""
-    big, small = KERNELS[name]
+    big, small = ALL[name]
     for sizes, kw in ((big, dict(tile=(6, 10), block=(4, 4, 1), emu_order="reverse")),
                       (big, dict(shared="all", emu_order="shuffle")),
                       (small, {})):
