@@ -49,6 +49,10 @@ VARIANTS: dict[str, tuple[list[str] | Callable[[Kernel], list[str] | None], str]
                "one schedule, global memory only (the foundation's baseline)"),
     "superposition": (["--mapping", "superposition", "--shared", "none", "--no-registers"],
                       "block/thread schedules superposed (seed 003), global memory only"),
+    "superposition-shared": (["--mapping", "superposition", "--shared", "auto",
+                              "--no-registers"],
+                             "superposition + shared-memory buffers per block and thread "
+                             "tile (seed 003 with seed 000)"),
     "shared": (["--mapping", "single", "--shared", "auto", "--no-registers"],
                "+ shared-memory buffers where data is reused (seed 000)"),
     "shared-all": (["--mapping", "single", "--shared", "all", "--no-registers"],

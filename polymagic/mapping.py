@@ -684,6 +684,9 @@ class _SuperMapper:
         self.namer = CopyNamer()
         self.params = ", ".join(scop.size_params + _ALL_IDS)
         self.block = (1, 1, 1)
+        self.memory: _SuperMemory | None = None             # the kernel being built
+        self.steps: list = []            # loops of the step loops around the node built
+        self.kernel_block: list = []     # block loops of the kernel being built
         self.reductions: dict[str, TreeReduction] = {}      # by statement
         from .schedule.loop_kinds import reduction_operator
         from .schedule.superposition import ThreadGroup
@@ -783,7 +786,10 @@ class _SuperMapper:
             band = atomic(band)
             if not in_kernel:
                 self.host_loops.append(self.plan.loop_text(it.loop))
-            return self.items(band.child(0), it.body, in_kernel, step=in_kernel).parent()
+            self.steps.append(it.loop)
+            node = self.items(band.child(0), it.body, in_kernel, step=in_kernel).parent()
+            self.steps.pop()
+            return node
         if isinstance(it, Kernel):
             return self.kernel(node, it)
         return self.thread_group(node, it)
@@ -819,9 +825,11 @@ class _SuperMapper:
         name = f"{MARK_PREFIX}{len(self.plans)}"
         tiles, blk = self.tiles_and_threads(k)
         self.block = blk
+        self.kernel_block = list(k.block)
         members: list[MappedMember] = []
         domain = node.get_domain()
         block_ctx: list[str] = []
+        host = node.get_prefix_schedule_union_map().intersect_domain(domain)
         if k.block:
             tile_sched = self._mupa([{s: f"floor(({self._loop(b[s])})/{t})" for s in k.statements}
                                      for b, t in zip(k.block, tiles)])
@@ -844,13 +852,39 @@ class _SuperMapper:
             for j in range(len(k.block)):
                 node = node.band_member_set_coincident(j, 1)
             node = atomic(node)
-            node = self.items(node.child(0), k.body, True).parent()
+            self.memory = self.block_memory(name[3:], k, node.child(0), host)
+            depth = node.get_tree_depth()
+            body = self.memory.graft_block(self.items(node.child(0), k.body, True))
+            node = body.ancestor(body.get_tree_depth() - depth)
             node = node.insert_filter(filt.intersect_params(_id_bounds(block_ctx)))
+            if self.memory.mem.buffers:
+                node = _guard_grafts(node.child(0).child(0)).parent().parent()
         else:
+            self.memory = self.block_memory(name[3:], k, None, host)
             node = self.items(node, k.body, True)
-        self.plans[name] = KernelPlan(name, members, [], list(k.statements),
+        mem, self.memory = self.memory.result(), None
+        self.plans[name] = KernelPlan(name, members, [], list(k.statements), memory=mem,
                                       threads=blk, text=self.summary(k, tiles, blk))
         return node.insert_mark(isl.Id(name))
+
+    def block_memory(self, kname: str, k, body: isl.ScheduleNode | None,
+                     host: isl.UnionMap) -> "_SuperMemory":
+        """Plan the kernel's block-level buffers (``body``: the leaf below its block
+        tile band, None for a one-block kernel); arrays whose block footprint grows
+        with the problem size are left to its thread groups
+        (:meth:`_SuperMemory.plan_group`)."""
+        from .schedule.superposition import ThreadGroup
+        mem = _SuperMemory(self, kname, host, body.get_schedule_depth() - len(k.block)
+                           if body is not None else 0, len(k.block))
+        if self.options.shared == "none":
+            return mem
+        if any(isinstance(g, ThreadGroup) and g.reduction for g in _walk_items(k.body)):
+            return mem.refuse("its tree reductions keep their own shared memory; buffers "
+                              "around them are not planned")
+        if body is None:
+            return mem.refuse("one block runs the whole kernel (no block-level loop); "
+                              "buffers are planned per block tile")
+        return mem.plan_block(body)
 
     def reduction_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
         """A tree reduction: the source order of its statement (reduction loop
@@ -885,6 +919,9 @@ class _SuperMapper:
     def thread_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
         if g.reduction:
             return self.reduction_group(node, g)
+        wanted = self.memory is not None and self.memory.planned and bool(self.memory.deferred)
+        chunk = self.thread_tiles(node, g) if wanted else None
+        bufs = self.memory.plan_group(node, g, chunk) if chunk is not None else []
         nests = self.plan.nests
         width = max(2 * len(nests[s].loops) + 1 for s in g.statements)
         orig = []
@@ -914,8 +951,74 @@ class _SuperMapper:
                 node = node.band_member_set_coincident(j, 1)
             node = atomic(node)
         ctx = [f"0 <= {kir.THREAD_IDS[a]} < {b}" for a, b in zip("xyz", self.block)]
-        return node.insert_filter(self._filter(g.statements, conds).intersect_params(
+        if bufs:
+            node = atomic(node.insert_partial_schedule(chunk))
+            depth = node.get_tree_depth()
+            node = node.child(0)
+        node = node.insert_filter(self._filter(g.statements, conds).intersect_params(
             _id_bounds(ctx)))
+        if bufs:
+            node = graft_copies(self.scop, node, bufs, self.block, self.namer)
+            node = node.ancestor(node.get_tree_depth() - depth)
+        return node
+
+    def thread_tiles(self, node: isl.ScheduleNode, g) -> isl.MultiUnionPwAff | None:
+        """The thread tiles of a thread group built at ``node``: ``⌊Θ_thread /
+        blockDim⌋`` per thread dimension (outermost first), one point per thread in
+        each tile, then, when legal, a sub-tile ``⌊L / T⌋`` of a loop ``L`` each
+        thread runs sequentially (gemm's ``k``; ``T`` from ``--tile`` after the block
+        loops, else 16).  Above the group's thread filter they bound the data a block
+        touches per tile, as the single mapping's sub-tiles do (seed 000 §4.1).  The
+        thread tiles are legal because the thread dimensions carry no dependence
+        (Lemma 1); the sub-tile is kept only when isl finds that no dependence
+        between instances of one prefix goes backwards in the tiles (checked for the
+        thread tiles too, as a guard).  None without thread dimensions, or when the
+        check fails."""
+        if not g.dims:
+            return None
+        members = [{s: f"floor(({self._loop(d[s])})/{self.block['xyz'.index(ax)]})"
+                    for s in g.statements} for d, ax in reversed(list(zip(g.dims, "xyz")))]
+        if not self._tiles_legal(node, members):
+            return None
+        sub = self.sub_tile(g)
+        if sub is not None and self._tiles_legal(node, members + [sub]):
+            members.append(sub)
+        return self._mupa(members)
+
+    def sub_tile(self, g) -> dict[str, str] | None:
+        """Per statement of ``g``, ``⌊L / T⌋`` of its outermost loop that is neither a
+        thread, a block nor a step loop (``0`` for a statement without one); None when
+        no statement has such a loop."""
+        given = list(self.options.tile or ())[len(self.kernel_block):]
+        size = given[0] if given else DEFAULT_SUB_TILE
+        out = {}
+        for s in g.statements:
+            used = {d[s][0] for d in g.dims} | {b[s][0] for b in self.kernel_block if s in b} | \
+                {st[s][0] for st in self.steps if s in st}
+            free = [lp for lp in self.plan.nests[s].loops if lp[0] not in used]
+            out[s] = f"floor(({self._loop(free[0])})/{size})" if free else "0"
+        return out if any(v != "0" for v in out.values()) else None
+
+    def _tiles_legal(self, node: isl.ScheduleNode, members: list[dict[str, str]]) -> bool:
+        """No dependence between two instances of one prefix (host, block tile, step
+        loops) goes from a later tile to an earlier one (isl, on the plan's
+        dependences)."""
+        from .memory.plan import _prefix
+        validity = getattr(self.plan, "validity", None)
+        if validity is None:
+            return False
+        pre = _prefix(node)
+        dom = pre.domain()
+        deps = validity.align_params(pre.get_space()).intersect_domain(dom).intersect_range(dom)
+        deps = deps.intersect(pre.apply_range(pre.reverse()))
+        if deps.is_empty():
+            return True
+        tiles = isl.UnionMap.from_multi_union_pw_aff(self._mupa(members)).intersect_domain(dom)
+        pairs = tiles.reverse().apply_range(deps).apply_range(tiles)
+        if pairs.is_empty():
+            return True
+        m = isl.Map.from_union_map(pairs)
+        return m.intersect(isl.Map.lex_gt(m.domain().get_space())).is_empty()
 
     def summary(self, k, tiles: list[int], blk: tuple[int, int, int]) -> str:
         from .schedule.superposition import StepLoop, ThreadGroup
@@ -937,6 +1040,132 @@ class _SuperMapper:
         walk(k.body)
         return ("superposition: " + ", ".join(parts) + "; threads: " +
                 " | ".join(inner).replace("{ |", "{").replace("| }", "}"))
+
+
+class _SuperMemory:
+    """Shared-memory buffers of one superposition kernel (seed 000 §3 on seed 003's
+    tree).  The decision rule is the single mapping's (:mod:`.memory.plan`: Algorithm 1
+    with ``--shared``/``--delta``, bounded boxes, ``--shared-mem``), at two levels:
+
+    * **block**: the prefix is the block tile (and host loops); copy-in before the
+      kernel's thread steps, copy-out after them (seed 004 §4.2), the step loops'
+      barriers separating the reuses of the buffer;
+    * **thread tile**: an array whose block footprint grows with the problem size
+      (jacobi-2d-alt's rows, a ``k`` loop in the thread) is planned per thread tile of
+      each thread group that touches it (:meth:`_SuperMapper.thread_tiles`), copied in
+      and out around the group's thread filter inside the tile loop, with barriers
+      (:func:`.memory.plan.graft_copies`).
+
+    A kernel with tree reductions or with one block gets no buffers (a note says so)."""
+
+    def __init__(self, mapper: "_SuperMapper", kname: str, host: isl.UnionMap, n_host: int,
+                 n_tile: int):
+        self.mapper = mapper
+        self.n_host = n_host
+        self.kname = kname
+        self.kid = kname.rsplit("kernel", 1)[-1]
+        self.host = host
+        self.n_tile = n_tile
+        self.mem = KernelMemory()
+        self.planned = False
+        self.block_bufs: list[BufferPlan] = []
+        self.deferred: list[str] = []
+        self.decided: set[str] = set()
+        self.n_groups = 0
+
+    def refuse(self, why: str) -> "_SuperMemory":
+        self.mem.decisions.append(f"{self.kname}: no buffers: {why}")
+        return self
+
+    def _budget(self):
+        from .isl_util import OperationBudget
+        from .memory.plan import PLAN_OPERATIONS
+        return OperationBudget(self.mapper.scop.context.get_ctx(), PLAN_OPERATIONS)
+
+    def _arrays(self, dom: isl.UnionSet, among: list[str] | None = None) -> list[str]:
+        scop = self.mapper.scop
+        used = {a.array for s in scop.statements for a in s.accesses
+                if not dom.extract_set(s.domain.get_space()).is_empty()}
+        return [a for a in scop.arrays if a in used and (among is None or a in among)]
+
+    def plan_block(self, body: isl.ScheduleNode) -> "_SuperMemory":
+        from .memory.plan import PLAN_OPERATIONS, _prefix, fit_buffers, level_buffers
+        scop, options = self.mapper.scop, self.mapper.options
+        prefix = _prefix(body)
+        try:
+            with self._budget():
+                bufs, lines, self.deferred = level_buffers(
+                    scop, prefix, options, self.kname, f"sh{self.kid}", "block",
+                    self._arrays(prefix.domain()), self.host, True)
+        except isl.Error:
+            return self.refuse(f"planning them took more than {PLAN_OPERATIONS} isl "
+                               "operations")
+        self.planned = True
+        self.block_bufs, dropped = fit_buffers(bufs, options, self.kname)
+        self.mem.buffers += self.block_bufs
+        self.mem.decisions += lines + dropped
+        return self
+
+    def plan_group(self, node: isl.ScheduleNode, g, chunk: isl.MultiUnionPwAff
+                   ) -> list[BufferPlan]:
+        """Buffers of the deferred arrays per thread tile of group ``g`` (built at
+        ``node``, a leaf): the prefix is the group's (host, block tile, step loops)
+        followed by its thread tiles ``chunk``."""
+        from .memory.plan import _prefix, fit_buffers, level_buffers
+        if not self.planned or not self.deferred:
+            return []
+        scop, options = self.mapper.scop, self.mapper.options
+        pre = _prefix(node)
+        arrays = self._arrays(pre.domain(), self.deferred)
+        if not arrays:
+            return []
+        self.n_groups += 1
+        label = f"{self.kname} (thread group [{','.join(g.statements)}])"
+        try:
+            with self._budget():
+                tiles = isl.UnionMap.from_multi_union_pw_aff(chunk).intersect_domain(
+                    pre.domain())
+                prefix = pre.flat_range_product(tiles)
+                bufs, lines, _ = level_buffers(scop, prefix, options, self.kname,
+                                               f"sh{self.kid}t{self.n_groups}", "thread tile",
+                                               arrays, self._fixed(pre), False)
+                lines = [f"{ln} in thread group [{','.join(g.statements)}]" for ln in lines]
+        except isl.Error:
+            self.mem.decisions.append(f"{label}: no buffers: planning them took too many "
+                                      "isl operations")
+            return []
+        self.decided.update(arrays)
+        bufs, dropped = fit_buffers(bufs, options, self.kname,
+                                    sum(b.nbytes for b in self.mem.buffers))
+        self.mem.buffers += bufs
+        self.mem.decisions += lines + dropped
+        return bufs
+
+    def _fixed(self, pre: isl.UnionMap) -> isl.UnionMap:
+        """The loops constant in one thread tile, for seed 000's rank test (§3.1.1):
+        the prefix without the block tile dimensions (host and step loops)."""
+        out = isl.UnionMap.empty(pre.get_space())
+        maps: list[isl.Map] = []
+        pre.foreach_map(maps.append)
+        for m in maps:
+            out = out.union(isl.UnionMap.from_map(
+                m.project_out(isl.dim_type.out, self.n_host, self.n_tile)))
+        return out
+
+    def graft_block(self, body: isl.ScheduleNode) -> isl.ScheduleNode:
+        """Copy-in before the kernel's body (below the block tile band), copy-out after."""
+        if not self.block_bufs:
+            return body
+        return graft_copies(self.mapper.scop, body, self.block_bufs, self.mapper.block,
+                            self.mapper.namer)
+
+    def result(self) -> KernelMemory | None:
+        for a in self.deferred:
+            if a not in self.decided:
+                self.mem.decisions.append(
+                    f"{self.kname}: {a}: not buffered (footprint grows with the problem size "
+                    "per block, and no thread group touching it has thread tiles)")
+        return self.mem if self.mem.decisions or self.mem.buffers else None
 
 
 def _walk_items(items):
@@ -966,7 +1195,8 @@ def map_superposition(scop: Scop, plan, options: Options) -> MappingResult:
     dom = mapper.domain().align_params(_mapped_param_space(scop))
     node = isl.Schedule.from_domain(dom).get_root().child(0)
     node = mapper.items(node, plan.items, False)
-    return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops, {},
+    return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops,
+                         mapper.namer.copies,
                          reductions=mapper.grafted())
 
 
@@ -1062,8 +1292,6 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
     summary = f"{host}{len(program.kernels)} kernel(s), {len(launches)} launch site(s): {blocks}"
     notes = [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
     notes = list(getattr(sched, "notes", [])) + notes
-    if _superposed(sched, options) and options.shared != "none":
-        notes.append("superposition: shared-memory buffers are not planned for its kernels yet")
     if getattr(sched, "use_superposition", False) and not _superposed(sched, options) \
             and options.mapping == "superposition":
         notes.append("--tile with points per thread: single mapping used (the superposition "

@@ -137,7 +137,8 @@ def test_jacobi_2d_alt_plan():
 
 
 def test_jacobi_2d_alt_kernel_code():
-    opts = Options(sizes={"tsteps": 3, "n": 37}, target="emulator")
+    # without shared buffers: two barriers (tests/test_superposition_shared.py: with them)
+    opts = Options(sizes={"tsteps": 3, "n": 37}, target="emulator", shared="none")
     c = compile_source(_src("jacobi-2d-alt"), opts)
     assert c.schedule.use_superposition
     (kern,) = c.program.kernels.values()

@@ -264,40 +264,95 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
         if not same_level and not all(box.bounded for _, box, _, _ in cands):
             level, prefix = "sub-tile", pre_inner
             cands = _candidates(scop, spaces_at(pre_inner, array), options)
-        reasons = []
-        for part, box, ok, why in cands:
-            if not ok:
-                reasons.append(f"not buffered ({why})")
-                continue
-            if not box.bounded:
-                reasons.append("not buffered (footprint grows with the problem size)")
-                continue
-            kid = kernel.rsplit("kernel", 1)[-1]          # kernel names: pm_kernel<k>
-            name = f"sh{kid}_{array}" + (f"_{len(reasons)}" if len(cands) > 1 else "")
-            buf = vectorise(scop, options, BufferPlan(
-                name, array, scop.arrays[array].ctype, tuple(box.extents), box.lower, prefix,
-                [(d.stmt, d.ref) for d in part.spaces], level, why,
-                live_in(scop, prefix, part, flows) if written else
-                copy_in_hull(part, _array_bounds(scop, array)),
-                live_out(scop, prefix, part)))
-            chosen.append(buf)
-            vec = f", {VECTOR_TYPES[buf.ctype]} copies" if buf.vector else ""
-            reasons.append(f"{name}[{']['.join(map(str, buf.extents))}] per {level} ({why}{vec})")
+        kid = kernel.rsplit("kernel", 1)[-1]          # kernel names: pm_kernel<k>
+        bufs, reasons = array_buffers(scop, options, array, cands, prefix, level, written,
+                                      f"sh{kid}", flows)
+        chosen += bufs
         mem.decisions.append(f"{kernel}: {array}: " + "; ".join(reasons))
-    limit = min(options.shared_mem, MAX_SHARED)
     if options.shared_mem > MAX_SHARED:
         mem.decisions.append(f"{kernel}: --shared-mem {options.shared_mem // 1024} KB capped at "
                              f"{MAX_SHARED // 1024} KB (the most a block may opt in to)")
-    chosen.sort(key=lambda b: b.nbytes)
-    total = 0
-    for b in chosen:
+    mem.buffers, dropped = fit_buffers(chosen, options, kernel)
+    mem.decisions += dropped
+    return mem
+
+
+def array_buffers(scop: Scop, options: Options, array: str,
+                  cands: list[tuple[Partition, Box, bool, str]], prefix: isl.UnionMap,
+                  level: str, written: bool, stem: str, flows: dict | None = None
+                  ) -> tuple[list[BufferPlan], list[str]]:
+    """The buffers of one array's partitions at one level (seed 000 Algorithm 1's
+    decision, Algorithm 2's box) with one reason per partition.  ``written``: the
+    kernel writes the array, so only the elements it reads before writing them are
+    copied in (other blocks may write inside this block's box; fuzz finding 10),
+    else the box's hull.  Buffers are named ``<stem>_<array>[_<partition>]``;
+    ``flows`` is :func:`live_in`'s cache for this level."""
+    chosen: list[BufferPlan] = []
+    reasons: list[str] = []
+    for part, box, ok, why in cands:
+        if not ok:
+            reasons.append(f"not buffered ({why})")
+            continue
+        if not box.bounded:
+            reasons.append("not buffered (footprint grows with the problem size)")
+            continue
+        name = f"{stem}_{array}" + (f"_{len(reasons)}" if len(cands) > 1 else "")
+        buf = vectorise(scop, options, BufferPlan(
+            name, array, scop.arrays[array].ctype, tuple(box.extents), box.lower, prefix,
+            [(d.stmt, d.ref) for d in part.spaces], level, why,
+            live_in(scop, prefix, part, flows) if written else
+            copy_in_hull(part, _array_bounds(scop, array)),
+            live_out(scop, prefix, part)))
+        chosen.append(buf)
+        vec = f", {VECTOR_TYPES[buf.ctype]} copies" if buf.vector else ""
+        reasons.append(f"{name}[{']['.join(map(str, buf.extents))}] per {level} ({why}{vec})")
+    return chosen, reasons
+
+
+def level_buffers(scop: Scop, prefix: isl.UnionMap, options: Options, kernel: str, stem: str,
+                  level: str, arrays: list[str], fixed: isl.UnionMap | None,
+                  defer_unbounded: bool) -> tuple[list[BufferPlan], list[str], list[str]]:
+    """Buffers of ``arrays`` at one level of a kernel whose instances (and block, sub-tile
+    or thread tile) ``prefix`` gives: the superposition's kernels (seed 003) plan at the
+    block level, then per thread tile for the arrays whose block footprint grows with
+    the problem size (``defer_unbounded``: such an array is returned, not decided).
+    Returns (buffers, one decision line per array decided, deferred arrays)."""
+    chosen: list[BufferPlan] = []
+    lines: list[str] = []
+    deferred: list[str] = []
+    dom = prefix.domain()
+    spaces = data_spaces(scop, prefix, set(arrays), fixed)
+    flows: dict = {}
+    for array in arrays:
+        written = any(a.array == array and a.is_write and not
+                      dom.extract_set(s.domain.get_space()).is_empty()
+                      for s in scop.statements for a in s.accesses)
+        cands = _candidates(scop, [d for d in spaces if d.array == array], options)
+        if defer_unbounded and not all(box.bounded for _, box, _, _ in cands):
+            deferred.append(array)
+            continue
+        bufs, reasons = array_buffers(scop, options, array, cands, prefix, level, written, stem,
+                                      flows)
+        chosen += bufs
+        lines.append(f"{kernel}: {array}: " + "; ".join(reasons))
+    return chosen, lines, deferred
+
+
+def fit_buffers(bufs: list[BufferPlan], options: Options, kernel: str, used: int = 0
+                ) -> tuple[list[BufferPlan], list[str]]:
+    """The buffers that fit ``--shared-mem`` (capped at :data:`MAX_SHARED`) next to
+    ``used`` bytes, smallest first, with a line per buffer dropped."""
+    limit = min(options.shared_mem, MAX_SHARED)
+    kept, lines = [], []
+    total = used
+    for b in sorted(bufs, key=lambda b: b.nbytes):
         if total + b.nbytes > limit:
-            mem.decisions.append(f"{kernel}: {b.array}: {b.name} dropped: "
-                                 f"{total + b.nbytes} bytes would exceed {limit} per block")
+            lines.append(f"{kernel}: {b.array}: {b.name} dropped: "
+                         f"{total + b.nbytes} bytes would exceed {limit} per block")
             continue
         total += b.nbytes
-        mem.buffers.append(b)
-    return mem
+        kept.append(b)
+    return kept, lines
 
 
 def drop_register_buffers(mem: KernelMemory, kernel: str, options: Options,

@@ -92,6 +92,8 @@ class SuperPlan:
     iterators: dict[str, tuple[str, ...]]
     legal: bool = True
     problems: list[str] = field(default_factory=list)
+    #: the dependences it was planned on (the mapping checks its thread tiles on them)
+    validity: isl.UnionMap | None = None
 
     def kernels(self) -> list[Kernel]:
         out: list[Kernel] = []
@@ -540,4 +542,5 @@ def plan_superposition(scop: Scop, validity: isl.UnionMap,
                      {s.name: s.iterators for s in scop.statements if s.name in pl.nests})
     plan.problems = check_legality(scop, validity, plan)
     plan.legal = not plan.problems
+    plan.validity = validity
     return plan
