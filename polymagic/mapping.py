@@ -43,6 +43,8 @@ DEFAULT_BLOCKS = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
 DEFAULT_SUB_TILE = 16
 #: isl operations the AST generation with copy code may take before buffers are dropped
 LOWER_OPERATIONS = 20_000_000
+#: any lowering: past this many isl operations a user error, not a hang
+LOWER_LIMIT_OPERATIONS = 40_000_000
 #: the same for the AST of skewed time tiles (--time-tiling)
 TIME_TILING_OPERATIONS = 3_000_000
 #: the budget of localised time tiles, when --localise asks for them, is this many times larger
@@ -1176,6 +1178,24 @@ def _walk_items(items):
             yield from _walk_items(it.body)
 
 
+def _lower_bounded(scop: Scop, mapping: MappingResult) -> kir.Program:
+    """:func:`.lower.lower` within :data:`LOWER_LIMIT_OPERATIONS` isl operations: a
+    user error naming the cause past it instead of a hang (fuzz finding 31: tiles
+    33x34 over 3x32 threads on a three-nest time loop ran isl's AST generator for
+    minutes)."""
+    from .errors import CompileError
+    from .isl_util import OperationBudget
+    from .lower import lower
+    try:
+        with OperationBudget(scop.context.get_ctx(), LOWER_LIMIT_OPERATIONS):
+            return lower(scop, mapping)
+    except isl.Error:
+        raise CompileError(f"generating the code of this mapping took more than "
+                           f"{LOWER_LIMIT_OPERATIONS} isl operations (isl's AST generator "
+                           "on these tiles and threads); try other --tile/--block sizes"
+                           ) from None
+
+
 def _loop_names(node: isl.ScheduleNode) -> list[str]:
     """The band members below ``node`` that are one source loop each (their text is
     an iterator name), outermost first: where ``--localise`` can name a loop."""
@@ -1256,7 +1276,7 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
             fallback = [f"shared-memory buffers dropped: generating their copy code took more "
                         f"than {LOWER_OPERATIONS} isl operations"]
             mapping = map_schedule(scop, sched, options.with_(shared="none"))
-            program = lower(scop, mapping)
+            program = _lower_bounded(scop, mapping)
     elif options.time_tiling:
         # isl's AST generation over skewed tiles of 3+ loops can take minutes (jacobi-2d);
         # asked for (--localise), the localised tiles get the larger budget
@@ -1284,7 +1304,7 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
                                f"more than {TIME_TILING_OPERATIONS} isl operations; use "
                                "--no-time-tiling (the host time loop)") from None
     else:
-        program = lower(scop, mapping)
+        program = _lower_bounded(scop, mapping)
     launches = program.launches()
     host = f"host loops: {', '.join(mapping.host_loops)}; " if mapping.host_loops else ""
     blocks = "; ".join(k.summary + f", block {k.block[0]}x{k.block[1]}x{k.block[2]}"
