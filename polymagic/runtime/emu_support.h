@@ -696,6 +696,23 @@ static void pm_slots(int n, int stacks) {
   }
 }
 
+/* Unmap this thread's coroutine stacks (two mappings each, with the guard page).
+   Kept across runs, the stacks of every library a process ever loaded added up to
+   Linux's 65530 mappings per process: dlopen then failed ("failed to map segment")
+   late in the test suite.  Freed at the end of each run (and of each OpenMP launch,
+   by every worker for its own thread-local scheduler). */
+static void pm_free_stacks(void) {
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) page = 4096;
+  for (int i = 0; i < pm_S.nslots; i++) {
+    pm_thread *t = pm_S.threads[i];
+    if (t && t->stack) {
+      munmap((char *)t->stack - page, (size_t)(PM_STACK_SIZE + page));
+      t->stack = NULL;
+    }
+  }
+}
+
 /* Run one block: every thread, phase by phase. */
 static void pm_run_block(const pm_kernel_desc *kd, const void *args, pm_blockctx *blk,
                          long long block_lin) {
@@ -947,6 +964,7 @@ static PM_UNUSED void pm_launch(const pm_kernel_desc *kd, const void *args,
       pm_omp_block(kd, args, &blk, lin);
     }
     for (int s = 0; s < kd->nshared; s++) free(bufs[s]);
+    pm_free_stacks();
   }
   pm_S.jb = outer;
   pm_S.in_coroutine = 0;
@@ -996,6 +1014,7 @@ static PM_UNUSED int pm_to_int(long long v, const char *name, const char *kernel
 typedef void (*pm_host_fn)(void **arrays, const long long *ints, const double *scalars);
 
 static void pm_cleanup(void) {
+  pm_free_stacks();
   for (int a = 0; a < pm_G.narrays; a++) { free(pm_G.arrays[a].shadow); pm_G.arrays[a].shadow = NULL; }
   free(pm_G.arrays);
   pm_G.arrays = NULL;
