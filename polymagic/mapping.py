@@ -620,12 +620,8 @@ def _written_so_far(scop: Scop, lb) -> isl.Map:
     isl.  A time tile moves out only these (seed 001 §4.3's ``W``): an element it only
     read holds the value global memory has, and writing it back would be a store
     that another block of the wavefront may race with."""
-    writes = None
-    for st in scop.statements:
-        for acc in st.accesses:
-            if acc.is_write and acc.array == lb.array:
-                w = isl.UnionMap.from_map(acc.relation)
-                writes = w if writes is None else writes.union(w)
+    from .memory.localcode import array_writes
+    writes = array_writes(scop, lb.array)
     prefix = lb.prefix
     space = lb.loc.move_out.get_space()
     if writes is None:

@@ -51,6 +51,16 @@ def thread_map(node: isl.ScheduleNode, threads: int, sync, bounds: isl.Set
     return node.ancestor(node.get_tree_depth() - depth)
 
 
+def _lex_negative(n: int) -> tuple[list[str], str]:
+    """Names ``d0 .. d<n-1>`` and the isl condition "the vector is lexicographically
+    negative" over them (a dependence distance going backwards)."""
+    ds = [f"d{k}" for k in range(n)]
+    back = " or ".join(
+        "(" + " and ".join([f"d{j} = 0" for j in range(k)] + [f"d{k} < 0"]) + ")"
+        for k in range(n))
+    return ds, back
+
+
 def time_tiling_band(scop, deps) -> tuple[isl.MultiUnionPwAff | None, str]:
     """The skewed, fully permutable outer band a time-tiled mapping would tile (issue 5),
     or ``None`` and why not.
@@ -151,10 +161,7 @@ def wavefront_legal(sched: isl.UnionMap, validity: isl.UnionMap, m: int) -> tupl
     pairs = sched.reverse().apply_range(validity).apply_range(sched)
     delta = pairs.deltas()
     n = 2 * m + 1
-    ds = [f"d{k}" for k in range(n)]
-    back = " or ".join(
-        "(" + " and ".join([f"d{j} = 0" for j in range(k)] + [f"d{k} < 0"]) + ")"
-        for k in range(n))
+    ds, back = _lex_negative(n)
     zero = " and ".join(f"d{k} = 0" for k in range(n))
     bad = isl.Set(f"{{ [{', '.join(ds)}] : {back} or ({zero}) }}")
     legal = delta.intersect(isl.UnionSet(bad.align_params(delta.get_space()))).is_empty()
@@ -202,10 +209,7 @@ def _lex_forward_and_parallel(sched: isl.UnionMap, validity: isl.UnionMap, n: in
     delta = _dependence_deltas(sched, validity)
     if delta.is_empty():
         return True
-    ds = [f"d{k}" for k in range(n)]
-    back = " or ".join(
-        "(" + " and ".join([f"d{j} = 0" for j in range(k)] + [f"d{k} < 0"]) + ")"
-        for k in range(n))
+    ds, back = _lex_negative(n)
     same = " and ".join(f"d{k} = 0" for k in range(nfix))
     bad = isl.Set(f"{{ [{', '.join(ds)}] : {back} or ({same}) }}")
     return delta.intersect(isl.UnionSet(bad.align_params(delta.get_space()))).is_empty()

@@ -514,14 +514,20 @@ def _box_extents(m: isl.Map) -> list[int | None]:
     return out
 
 
-def _writes_at(scop: Scop, lb: LocalBuffer) -> isl.Map:
-    """``{ [p] -> A[x] }``: the elements of ``lb``'s array written at prefix ``p``."""
+def array_writes(scop: Scop, array: str) -> isl.UnionMap | None:
+    """``{ S[i] -> A[x] }``: every write access to ``array`` (None: never written)."""
     writes = None
     for st in scop.statements:
         for acc in st.accesses:
-            if acc.is_write and acc.array == lb.array:
+            if acc.is_write and acc.array == array:
                 w = isl.UnionMap.from_map(acc.relation)
                 writes = w if writes is None else writes.union(w)
+    return writes
+
+
+def _writes_at(scop: Scop, lb: LocalBuffer) -> isl.Map:
+    """``{ [p] -> A[x] }``: the elements of ``lb``'s array written at prefix ``p``."""
+    writes = array_writes(scop, lb.array)
     space = lb.loc.cached.get_space()
     if writes is None:
         return isl.Map.empty(space)
