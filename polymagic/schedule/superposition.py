@@ -94,6 +94,8 @@ class SuperPlan:
     problems: list[str] = field(default_factory=list)
     #: the dependences it was planned on (the mapping checks its thread tiles on them)
     validity: isl.UnionMap | None = None
+    #: planning decisions worth a line in the schedule view
+    notes: list[str] = field(default_factory=list)
 
     def kernels(self) -> list[Kernel]:
         out: list[Kernel] = []
@@ -140,7 +142,7 @@ class SuperPlan:
                         thr += " (tree reduction in shared memory)"
                     lines.append(f"{pad}threads [{','.join(it.statements)}]: "
                                  f"{thr or 'one thread'}" + (f"  ({it.why})" if it.why else ""))
-                    if in_kernel and len(items) > 1:
+                    if in_kernel and len(items) > 1 and it is not items[-1]:
                         lines.append(f"{pad}__syncthreads()")
         walk(self.items, 1, False)
         lines.append("")
@@ -151,6 +153,8 @@ class SuperPlan:
             for k, it in enumerate(c.iterators):
                 lines.append(f"  {s:<5} {it:<5} {c.derivative[k]:>+13.3e}   "
                              f"{'yes' if c.coalesces(k) else 'no'}")
+        for note in self.notes:
+            lines.append("note: " + note)
         if not self.legal:
             lines.append("")
             lines.append("not legal (not emitted): " + "; ".join(self.problems))
@@ -166,9 +170,11 @@ def _axes(n: int) -> list[str]:
 
 class _Planner:
     def __init__(self, scop: Scop, validity: isl.UnionMap,
-                 strides: dict[str, tuple[int, ...]] | None = None, reductions: bool = True):
+                 strides: dict[str, tuple[int, ...]] | None = None, reductions: bool = True,
+                 fuse_reductions: bool = True):
         self.scop = scop
         self.reductions = reductions
+        self.fuse_reductions = fuse_reductions
         self.nests = original_nests(scop)
         self.costs = statement_costs(scop, strides)
         self.order = [s.name for s in scop.statements if s.name in self.nests]
@@ -237,31 +243,108 @@ class _Planner:
                 it.body = self.thread_level(it.statements, table.subset(set(it.statements)),
                                             dict(depth))
                 if id(it) in parts and _has_reduction(it.body) and len(it.body) > 1:
-                    # a tree reduction runs its enclosing loops per block: unfused, its
-                    # kernel gets one block per point of them instead of sharing the
-                    # tiles of the other statements' thread loops
-                    run: list[Item] = []
-                    for k in parts[id(it)] + [None]:
-                        if k is not None:
-                            k.body = self.thread_level(k.statements,
-                                                       table.subset(set(k.statements)),
-                                                       dict(depth))
-                        if k is not None and not _has_reduction(k.body):
-                            run.append(k)
-                            continue
-                        for f in self.block_fusion(run, table):   # the others stay fused
-                            if len(run) > 1:
-                                f.body = self.thread_level(f.statements,
-                                                           table.subset(set(f.statements)),
-                                                           dict(depth))
-                            out.append(f)
-                        run = []
-                        if k is not None:
-                            k.why += "; not fused: tree reduction"
-                            out.append(k)
+                    out.extend(self.reduction_fusion(parts[id(it)], table, depth))
                     continue
             out.append(it)
         return out
+
+    # ---- fusion around tree reductions (Algorithm 2's greedy fusion, §5.4) -----------
+
+    def reduction_fusion(self, parts: list[Kernel], table: DependenceTable,
+                         depth: dict[str, int]) -> list[Item]:
+        """Regroup the kernels (``parts``, in order) that block fusion merged when the
+        union holds a tree reduction.  A tree reduction runs one point of its block
+        loop per block (tile 1), so a kernel may only gather, greedily from left to
+        right (seed 003 §5.4: fusion only when it keeps coalescing parallelism):
+
+        * tree-reduction kernels and *small* kernels (every loop of their statements
+          is a block loop: one instance per block, run by one thread); the steps are
+          separated by barriers (gesummv's inits, both reductions and the finishing
+          statement in one kernel, one block per row);
+        * or, without a tree reduction, any kernels (as :meth:`block_fusion`).
+
+        A kernel whose statements keep a loop inside the block (mvt's ``S1``: its
+        coalescing thread loop ``i`` would become one thread per block running the
+        ``j`` loop) is not fused with a reduction.  ``fuse_reductions=False`` keeps
+        every tree reduction in a kernel of its own (the plan's fallback when the
+        fused schedule fails the isl legality check)."""
+        for k in parts:
+            k.body = self.thread_level(k.statements, table.subset(set(k.statements)),
+                                       dict(depth))
+        runs: list[list[Kernel]] = []
+        for k in parts:
+            if runs and self.joins(runs[-1], k, table) is None:
+                runs[-1].append(k)
+            else:
+                if runs and _has_reduction(k.body) | any(_has_reduction(r.body)
+                                                         for r in runs[-1]):
+                    why = self.joins(runs[-1], k, table)
+                    k.why += f"; not fused: {why}"
+                runs.append([k])
+        out: list[Item] = []
+        for run in runs:
+            if len(run) == 1:
+                out.append(run[0])
+                continue
+            red = any(_has_reduction(k.body) for k in run)
+            (f,) = self.block_fusion(list(run), table)
+            f.body = self.thread_level(f.statements, table.subset(set(f.statements)),
+                                       dict(depth))
+            if red:
+                self.one_thread(f)
+                small = [s for k in run if not _has_reduction(k.body) for s in k.statements]
+                f.why = ("outermost synchronisation-free forall (fused around tree "
+                         "reductions: block tile 1, barriers between the steps"
+                         + (f"; {','.join(small)} run on one thread per block" if small else "")
+                         + ")")
+            out.append(f)
+        return out
+
+    def joins(self, run: list[Kernel], k: Kernel, table: DependenceTable) -> str | None:
+        """Why kernel ``k`` may not join ``run`` (None when it may)."""
+        if not all(len(r.block) == len(k.block) for r in run):
+            return "different block dimensions"
+        reds = [r for r in run + [k] if _has_reduction(r.body)]
+        if reds:
+            if not self.fuse_reductions:
+                return "tree reduction (fusion around reductions off)"
+            if len(k.block) != 1:
+                return "tree reduction under two block dimensions"
+            for r in run + [k]:
+                if r in reds:
+                    continue
+                wide = [s for s in r.statements if not self.small(s, r.block)]
+                if wide:
+                    loops = sorted({self.scop.statement(s).iterators[j] for s in wide
+                                    for j, _ in self.nests[s].loops
+                                    if all(b[s][0] != j for b in r.block)})
+                    return (f"a tree reduction's block tile is 1: {','.join(wide)} would run "
+                            f"its loop {'/'.join(loops)} in one thread per block (fusion "
+                            f"would lose its thread parallelism)")
+        merged = [{**a, **b} for a, b in zip(run[0].block, k.block)]
+        for r in run[1:]:
+            merged = [{**m, **b} for m, b in zip(merged, r.block)]
+        sub = table.subset({s for r in run + [k] for s in r.statements})
+        if not all(classify(sub, c) == LoopKind.FORALL for c in merged):
+            return "the block loops would carry a dependence"
+        return None
+
+    def small(self, s: str, block: list[Combo]) -> bool:
+        """Every source loop of ``s`` is one of the kernel's block loops."""
+        used = {b[s][0] for b in block if s in b}
+        return all(j in used for j, _ in self.nests[s].loops)
+
+    @staticmethod
+    def one_thread(k: Kernel) -> None:
+        """In a kernel fused around tree reductions (block tile 1), the thread loops
+        of the other groups that are block loops hold one point per block: one thread
+        runs it."""
+        for g in _groups(k.body):
+            if not g.reduction and g.dims and all(
+                    all(d.get(s) == k.block[-1].get(s) for s in g.statements) for d in g.dims):
+                g.why = ("its thread loop is block.x with tile 1 (fused with tree "
+                         "reductions): one thread per block runs it")
+                g.dims = []
 
     def block_fusion(self, items: list[Item], table: DependenceTable,
                      parts: dict[int, list[Kernel]] | None = None) -> list[Item]:
@@ -408,6 +491,17 @@ def _kernels(items: list[Item]) -> list[Kernel]:
     return out
 
 
+def _groups(items: list[Item]) -> list[ThreadGroup]:
+    """The thread groups among ``items`` and inside their step loops, in order."""
+    out: list[ThreadGroup] = []
+    for it in items:
+        if isinstance(it, ThreadGroup):
+            out.append(it)
+        elif isinstance(it, StepLoop):
+            out.extend(_groups(it.body))
+    return out
+
+
 def _any_group(items: list[Item], pred) -> bool:
     """Whether a thread group among ``items`` (or inside their step loops) has ``pred``."""
     return any(pred(it) if isinstance(it, ThreadGroup) else
@@ -533,14 +627,24 @@ def check_legality(scop: Scop, validity: isl.UnionMap, plan: SuperPlan) -> list[
 
 def plan_superposition(scop: Scop, validity: isl.UnionMap,
                        strides: dict[str, tuple[int, ...]] | None = None,
-                       reductions: bool = True) -> SuperPlan:
+                       reductions: bool = True, fuse_reductions: bool = True) -> SuperPlan:
     """Algorithms 3 and 2 of seed 003 on the Scop, then the isl legality check;
-    ``reductions=False`` never maps a reduction loop to threads."""
-    pl = _Planner(scop, validity, strides, reductions)
+    ``reductions=False`` never maps a reduction loop to threads.  A plan whose
+    kernels fused around tree reductions fails the check is planned again with every
+    tree reduction in a kernel of its own (``fuse_reductions=False``), and says so."""
+    pl = _Planner(scop, validity, strides, reductions, fuse_reductions)
     items = pl.block_level(pl.order, pl.table, {s: 0 for s in pl.order})
     plan = SuperPlan(items, pl.costs, pl.nests,
                      {s.name: s.iterators for s in scop.statements if s.name in pl.nests})
     plan.problems = check_legality(scop, validity, plan)
     plan.legal = not plan.problems
     plan.validity = validity
+    if not plan.legal and fuse_reductions and reductions and any(
+            _has_reduction(k.body) and len(k.body) > 1 for k in plan.kernels()):
+        again = plan_superposition(scop, validity, strides, reductions, False)
+        if again.legal:
+            again.notes.append("kernels fused around tree reductions failed the isl "
+                               "legality check (" + "; ".join(plan.problems) +
+                               "): every tree reduction runs in a kernel of its own")
+            return again
     return plan
