@@ -169,7 +169,7 @@ class _Lowerer:
         stmt = self.scop.statement(name)
         body = self.lowered_body(stmt, build, iters)
         body = substitute_assign(body, dict(zip(stmt.iterators, args)))
-        red = self.mapping.reductions.get(f"pm_rfin_{name}")
+        red = self.mapping.reductions.get(f"pm_rini_{name}")
         if red is not None:          # accumulate into the thread's register instead
             tgt = body.target.array
             to_acc = lambda e: Access(red.acc, ()) \
@@ -180,18 +180,22 @@ class _Lowerer:
     def tree_reduction(self, name: str, args: list[Expr]) -> kir.Stmt:
         """``pm_rini_S``: ``acc = identity``; ``pm_rfin_S``: the block's tree reduction
         of the registers in shared memory, then thread 0 combines with the global
-        element (see :class:`mapping.TreeReduction`)."""
+        element (see :class:`mapping.TreeReduction`).  With partners (reductions
+        fused in one pass), one tree pass combines every register: one barrier per
+        halving step for all of them."""
         red = self.mapping.reductions[name]
-        stmt = self.scop.statement(red.stmt)
-        body = substitute_assign(stmt.body, dict(zip(stmt.iterators, args)))
-        target = body.target
+        reds = [red] + [self.mapping.reductions[f"pm_rini_{p}"] for p in red.partners]
+        targets = []
+        for r in reds:
+            stmt = self.scop.statement(r.stmt)
+            targets.append(substitute_assign(stmt.body, dict(zip(stmt.iterators, args))).target)
         acc = Access(red.acc, ())
 
-        def combine(a: Expr, b: Expr) -> Expr:
-            return Binary(red.op, a, b) if red.op in ("+", "*") else Call(red.op, (a, b))
+        def combine(r, a: Expr, b: Expr) -> Expr:
+            return Binary(r.op, a, b) if r.op in ("+", "*") else Call(r.op, (a, b))
         if name.startswith("pm_rini_"):
             # max/min are idempotent: the element itself is an identity for them
-            init = {"+": Int(0), "*": Int(1)}.get(red.op, target)
+            init = {"+": Int(0), "*": Int(1)}.get(red.op, targets[0])
             return kir.Compute(name, Assign(acc, "=", init))
         bx, by, bz = red.block
         lin: Expr = Var(kir.THREAD_IDS["x"])
@@ -200,18 +204,22 @@ class _Lowerer:
         if bz > 1:
             lin = Binary("+", lin, Binary("*", Int(bx * by), Var(kir.THREAD_IDS["z"])))
         n = bx * by * bz
-        out: list[kir.Stmt] = [kir.Compute(name, Assign(Access(red.buf, (lin,)), "=", acc)),
-                               self.tree_barrier()]
+        out: list[kir.Stmt] = [kir.Compute(name, Assign(Access(r.buf, (lin,)), "=",
+                                                        Access(r.acc, ())))
+                               for r in reds]
+        out.append(self.tree_barrier())
         while n > 1:
             h = (n + 1) // 2
-            mine, other = Access(red.buf, (lin,)), Access(red.buf, (Binary("+", lin, Int(h)),))
-            out.append(kir.If(Binary("<", lin, Int(n - h)),
-                              [kir.Compute(name, Assign(mine, "=", combine(mine, other)))]))
+            step = []
+            for r in reds:
+                mine, other = Access(r.buf, (lin,)), Access(r.buf, (Binary("+", lin, Int(h)),))
+                step.append(kir.Compute(name, Assign(mine, "=", combine(r, mine, other))))
+            out.append(kir.If(Binary("<", lin, Int(n - h)), step))
             out.append(self.tree_barrier())
             n = h
         out.append(kir.If(Binary("==", lin, Int(0)),
-                          [kir.Compute(name, Assign(target, "=",
-                                                    combine(target, Access(red.buf, (Int(0),)))))]))
+                          [kir.Compute(name, Assign(t, "=", combine(r, t, Access(r.buf, (Int(0),)))))
+                           for r, t in zip(reds, targets)]))
         return kir.If(Int(1), out)
 
     def tree_barrier(self) -> kir.Barrier:

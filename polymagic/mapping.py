@@ -125,6 +125,10 @@ class TreeReduction:
     acc: str
     buf: str
     block: tuple[int, int, int] = (1, 1, 1)   # threads per block of its kernel
+    #: the other statements of its thread group (one pass over the loop, one tree
+    #: pass): the first statement's ``pm_rfin`` combines them all; theirs is not made
+    partners: tuple[str, ...] = ()
+    lead: bool = True
 
 
 # ---- schedule tree transformation ---------------------------------------------------
@@ -690,13 +694,19 @@ class _SuperMapper:
         from .schedule.superposition import ThreadGroup
         for g in _walk_items(plan.items):
             if isinstance(g, ThreadGroup) and g.reduction:
-                (st,) = g.statements
-                self.reductions[st] = TreeReduction(
-                    st, reduction_operator(scop.statement(st).body), g.dims[0][st][0],
-                    f"pm_acc_{st}", f"pm_red_{st}")
+                for st in g.statements:
+                    self.reductions[st] = TreeReduction(
+                        st, reduction_operator(scop.statement(st).body), g.dims[0][st][0],
+                        f"pm_acc_{st}", f"pm_red_{st}",
+                        partners=tuple(g.statements[1:]) if st == g.statements[0] else (),
+                        lead=st == g.statements[0])
+
+    def _grafts(self, s: str) -> tuple[str, ...]:
+        """The grafted statements of tree reduction ``s`` (a partner has no ``fin``)."""
+        return ("ini", "fin") if self.reductions[s].lead else ("ini",)
 
     def grafted(self) -> dict[str, TreeReduction]:
-        return {f"pm_r{k}_{s}": r for s, r in self.reductions.items() for k in ("ini", "fin")}
+        return {f"pm_r{k}_{s}": r for s, r in self.reductions.items() for k in self._grafts(s)}
 
     def domain(self) -> isl.UnionSet:
         """The Scop's domain plus one initialising and one final statement per tree
@@ -706,7 +716,7 @@ class _SuperMapper:
             d = self.scop.statement(s).domain
             d = d.project_out(isl.dim_type.set, r.loop, 1).insert_dims(isl.dim_type.set, r.loop, 1)
             d = d.fix_val(isl.dim_type.set, r.loop, isl.Val(0))
-            for k in ("ini", "fin"):
+            for k in self._grafts(s):
                 dom = dom.union(isl.UnionSet.from_set(d.set_tuple_name(f"pm_r{k}_{s}")))
         return dom
 
@@ -715,7 +725,7 @@ class _SuperMapper:
         for s in stmts:
             out.append(s)
             if s in self.reductions:
-                out += [f"pm_rini_{s}", f"pm_rfin_{s}"]
+                out += [f"pm_r{k}_{s}" for k in self._grafts(s)]
         return out
 
     # -- isl objects from plan combos (positional iterator names: i0, i1, ...) --------
@@ -885,31 +895,40 @@ class _SuperMapper:
         return mem.plan_block(body)
 
     def reduction_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
-        """A tree reduction: the source order of its statement (reduction loop
-        innermost) with ``pm_rini`` before and ``pm_rfin`` after that loop, only the
-        statement filtered by ``loop ≡ threadIdx.x (mod blockDim.x)``; every thread
-        runs the grafted statements, so their barriers are uniform across the block."""
-        (s,) = g.statements
-        self.reductions[s].block = self.block
-        nest = self.plan.nests[s]
-        r = len(nest.loops) - 1
-        ini, fin = f"pm_rini_{s}", f"pm_rfin_{s}"
+        """A tree reduction: the source order of its statements (reduction loop
+        innermost, shared by all of them) with ``pm_rini`` before and ``pm_rfin`` after
+        that loop, only the statements filtered by ``loop ≡ threadIdx.x (mod
+        blockDim.x)``; every thread runs the grafted statements, so their barriers are
+        uniform across the block.  Several statements (a fused group) accumulate in one
+        pass, and the first one's ``pm_rfin`` reduces all their registers."""
+        for s in g.statements:
+            self.reductions[s].block = self.block
         orig = []
-        for d in range(2 * len(nest.loops) + 1):
-            if d % 2 == 0:
-                b = 3 * nest.betas[d // 2]
-                m = {s: str(b), ini: str(b - 1 if d == 2 * r else b),
-                     fin: str(b + 1 if d == 2 * r else b)}
-                if d > 2 * r:
-                    m[ini] = m[fin] = "0"
-            else:
-                lp = self._loop(nest.loops[d // 2])
-                m = {s: lp, ini: lp if d < 2 * r else "0", fin: lp if d < 2 * r else "0"}
+        nests = self.plan.nests
+        width = max(2 * len(nests[s].loops) + 1 for s in g.statements)
+        for d in range(width):
+            m: dict[str, str] = {}
+            for s in g.statements:
+                nest = nests[s]
+                r = len(nest.loops) - 1
+                grafts = [f"pm_r{k}_{s}" for k in self._grafts(s)]
+                if d % 2 == 0:
+                    b = 3 * nest.betas[d // 2] if d // 2 < len(nest.betas) else 0
+                    m[s] = str(b)
+                    for gname in grafts:
+                        off = (-1 if "rini" in gname else 1) if d == 2 * r else 0
+                        m[gname] = "0" if d > 2 * r else str(b + off)
+                else:
+                    lp = self._loop(nest.loops[d // 2]) if d // 2 < len(nest.loops) else "0"
+                    m[s] = lp
+                    for gname in grafts:
+                        m[gname] = lp if d < 2 * r else "0"
             orig.append(m)
         node = atomic(node.insert_partial_schedule(self._mupa(orig)))
         bx = self.block[0]
         conds = {s: [f"({self._loop(g.dims[0][s])} - {kir.THREAD_IDS['x']}) mod {bx} = 0",
-                     f"{kir.THREAD_IDS['y']} = 0", f"{kir.THREAD_IDS['z']} = 0"]}
+                     f"{kir.THREAD_IDS['y']} = 0", f"{kir.THREAD_IDS['z']} = 0"]
+                 for s in g.statements}
         ctx = [f"0 <= {kir.THREAD_IDS[a]} < {b}" for a, b in zip("xyz", self.block)]
         return node.insert_filter(self._filter(g.statements, conds).intersect_params(
             _id_bounds(ctx)))

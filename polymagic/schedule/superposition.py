@@ -457,7 +457,18 @@ class _Planner:
         for it in items:
             prev = out[-1] if out else None
             if isinstance(it, ThreadGroup) and isinstance(prev, ThreadGroup) \
-                    and len(it.dims) == len(prev.dims):
+                    and it.reduction and prev.reduction:
+                if self.reductions_share_loop(prev, it, table):
+                    out[-1] = ThreadGroup(
+                        prev.statements + it.statements, [{**prev.dims[0], **it.dims[0]}],
+                        why=prev.why.split("; one pass")[0] + "; one pass over "
+                        f"{self.loop_name(prev.dims[0])} for {','.join(prev.statements)},"
+                        f"{','.join(it.statements)} (their loads of the same elements "
+                        f"shared) and one tree pass combining their partial results",
+                        reduction=True)
+                    continue
+            elif isinstance(it, ThreadGroup) and isinstance(prev, ThreadGroup) \
+                    and len(it.dims) == len(prev.dims) and not (it.reduction or prev.reduction):
                 merged = [{**a, **b} for a, b in zip(prev.dims, it.dims)]
                 sub = table.subset(set(prev.statements) | set(it.statements))
                 if all(classify(sub, c) == LoopKind.FORALL for c in merged) and \
@@ -468,6 +479,27 @@ class _Planner:
                     continue
             out.append(it)
         return out
+
+
+    def reductions_share_loop(self, a: ThreadGroup, b: ThreadGroup,
+                              table: DependenceTable) -> bool:
+        """Two tree reductions may run as one (each thread accumulates both in one
+        pass over its share of the loop, one tree combines both, seed 003 §5.3) when
+        every statement is in the same source reduction loop, with the same enclosing
+        loops, and no dependence joins the two groups (each keeps its own updates'
+        order; nothing of one is read by the other)."""
+        if not self.fuse_reductions:
+            return False
+        stmts = a.statements + b.statements
+        first = self.nests[stmts[0]]
+        r = len(first.loops) - 1
+        if any(len(self.nests[s].loops) - 1 != r or not first.shares_loop(self.nests[s], r)
+               or self.nests[s].loops != first.loops for s in stmts):
+            return False
+        if any(d[s] != first.loops[r] for d in (a.dims[0], b.dims[0]) for s in d):
+            return False
+        edges = table.subset(set(stmts)).edges()
+        return not any((u in a.statements) != (v in a.statements) for u, v in edges)
 
 
 def _disjoint(ranked: list[Combo], limit: int) -> list[Combo]:
