@@ -1,0 +1,185 @@
+"""Fusion around thread-level tree reductions (seed 003 §5.4: greedy fusion only when
+it keeps coalescing parallelism; issue 4 items 2-3 and 5).
+
+A tree reduction runs one point of its block loop per block (tile 1).  Kernels whose
+statements have no loop besides that block loop (gesummv's inits and finishing
+statement) are fused with it, run by one thread per block, with barriers between the
+steps; two reductions over the same source loop with no dependence between them run
+in one pass and one tree.  A kernel that would lose a thread loop (mvt's ``S1``) or
+whose block loop would carry a dependence is not fused.  Checked on the plan, in the
+emulator against the CPU for sizes that are not multiples of the block, with isl's
+legality check (Lemma 1) on a fusion that must be refused, and with NVRTC."""
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+
+from polymagic import kir
+from polymagic.deps import compute_dependences
+from polymagic.frontend import parse
+from polymagic.options import Options
+from polymagic.pipeline import compile_source
+from polymagic.runtime.run import run
+from polymagic.schedule.superposition import (Kernel, ThreadGroup, check_legality,
+                                              plan_superposition)
+
+EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+
+
+def _src(name: str) -> str:
+    return (EXAMPLES / f"{name}.c").read_text()
+
+
+def _sizes(name: str, n: int) -> dict:
+    return {"m": n, "n": n + 3} if name in ("atax", "bicg") else {"n": n}
+
+
+def _plan(src: str, **kw):
+    scop = parse(src)
+    deps = compute_dependences(scop)
+    return scop, deps, plan_superposition(scop, deps.validity, **kw)
+
+
+def _check(src: str, sizes: dict, **kw):
+    opts = Options(sizes=sizes, target="emulator", **kw)
+    c = compile_source(src, opts)
+    r = run(c, opts)
+    assert r.ok, r.message
+    return c, r
+
+
+def _barriers(k: kir.Kernel) -> int:
+    return sum(isinstance(s, kir.Barrier) for s in kir.walk(k.body))
+
+
+# ---- gesummv: one kernel ---------------------------------------------------------------
+
+def test_gesummv_plan_is_one_kernel_with_one_reduction_pass():
+    _scop, _deps, plan = _plan(_src("gesummv"))
+    assert plan.legal
+    (k,) = plan.kernels()
+    assert k.statements == ["S0", "S1", "S2", "S3", "S4"]
+    groups = [g for g in k.body if isinstance(g, ThreadGroup)]
+    assert [(g.statements, g.reduction, len(g.dims)) for g in groups] == \
+        [(["S0", "S1"], False, 0), (["S2", "S3"], True, 1), (["S4"], False, 0)]
+    text = plan.describe()
+    assert "fused around tree reductions" in text and "one tree pass" in text
+
+
+def test_gesummv_unfused_plan_is_still_available():
+    """``fuse_reductions=False`` (the fallback when isl refuses a fused plan) keeps
+    every tree reduction in a kernel of its own, as before."""
+    _scop, _deps, plan = _plan(_src("gesummv"), fuse_reductions=False)
+    assert plan.legal and len(plan.kernels()) == 4
+    assert "not fused: tree reduction" in plan.describe()
+
+
+@pytest.mark.parametrize("n", [1, 37, 100, 300])
+@pytest.mark.parametrize("block", [None, (30,), (7,)])
+def test_gesummv_one_kernel_matches_cpu(n, block):
+    if n == 300 and block is not None:
+        pytest.skip("one large size is enough")
+    c, r = _check(_src("gesummv"), {"n": n}, block=block)
+    (k,) = c.program.kernels.values()
+    assert sorted(d.name for d in k.shared) == ["pm_red_S2", "pm_red_S3"]
+    # 2 barriers between the steps, one after the partial results are stored, one per
+    # halving step: both registers share one tree
+    bx = k.block[0]
+    halvings = 0
+    while bx > 1:
+        bx, halvings = (bx + 1) // 2, halvings + 1
+    assert _barriers(k) == 3 + halvings
+
+
+def test_gesummv_fused_stores_and_loads():
+    """One kernel: A and B read once, x twice per (i, j) (one pass, the registers'
+    updates read it each), each of tmp/y written by its init, its tree and S4."""
+    n = 37
+    c, r = _check(_src("gesummv"), {"n": n})
+    assert r.counters["stores"] == 5 * n            # S0, S1, two tree results, S4
+    assert r.counters["loads"] == 4 * n * n + 4 * n
+
+
+def test_gesummv_no_reductions_unchanged():
+    c, _r = _check(_src("gesummv"), {"n": 37}, reductions=False)
+    assert not any(k.shared and any(d.name.startswith("pm_red_") for d in k.shared)
+                   for k in c.program.kernels.values())
+
+
+# ---- the other reduction kernels -------------------------------------------------------
+
+@pytest.mark.parametrize("name, kernels", [("atax", 2), ("bicg", 2), ("mvt", 2),
+                                           ("gemver", 3)])
+@pytest.mark.parametrize("n", [37, 100])
+def test_other_kernels_match_cpu(name, kernels, n):
+    c, _r = _check(_src(name), _sizes(name, n))
+    assert len(c.program.kernels) == kernels
+
+
+def test_atax_inits_fused_with_its_reduction():
+    _scop, _deps, plan = _plan(_src("atax"))
+    ks = plan.kernels()
+    assert [k.statements for k in ks] == [["S0", "S1", "S2"], ["S3"]]
+
+
+def test_mvt_refuses_fusion_that_loses_thread_parallelism():
+    """mvt's S1 (x2[i] += A[j][i]*y_2[j]) coalesces on i: in S0's tree-reduction
+    kernel (one i per block) its j loop would run in one thread."""
+    _scop, _deps, plan = _plan(_src("mvt"))
+    assert [k.statements for k in plan.kernels()] == [["S0"], ["S1"]]
+    assert "one thread per block (fusion would lose its thread parallelism)" in plan.describe()
+
+
+# ---- a fusion that would be illegal -----------------------------------------------------
+
+CHAIN = """
+void chain(int n, double A[n][n], double x[n], double t[n], double y[n]) {
+  for (int i = 0; i < n; i++) {
+    t[i] = 0.0;
+    for (int j = 0; j < n; j++)
+      t[i] += A[i][j] * x[j];
+  }
+  for (int i = 0; i < n; i++) {
+    y[i] = 0.0;
+    for (int j = 0; j < n; j++)
+      y[i] += A[i][j] * t[j];
+  }
+}
+"""
+
+
+def test_illegal_fusion_is_refused_and_correct():
+    """The second reduction reads every t[j]: fusing it into the first one's kernel
+    (one i per block) would read t before other blocks wrote it.  The planner does
+    not fuse it, isl's Lemma 1 check rejects the fused plan built by hand, and the
+    emitted program matches the CPU."""
+    scop, deps, plan = _plan(CHAIN)
+    assert plan.legal
+    ks = plan.kernels()
+    t = [k for k in ks if "S1" in k.statements]
+    y = [k for k in ks if "S3" in k.statements]
+    assert t and y and t[0] is not y[0]
+    # the same kernels fused by hand: block loop i carries the dependence S1 -> S3
+    fused = Kernel([s for k in ks for s in k.statements],
+                   [{s: v for k in ks for s, v in k.block[0].items()}],
+                   [it for k in ks for it in k.body])
+    plan.items = [fused]
+    problems = check_legality(scop, deps.validity, plan)
+    assert any(p.startswith("S1→S3") for p in problems), problems
+    for n in (1, 37, 100):
+        for block in (None, (30,)):
+            _check(CHAIN, {"n": n}, block=block)
+
+
+# ---- NVRTC ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["gesummv", "atax"])
+def test_fused_cuda_compiles_with_nvrtc(name):
+    from polymagic.codegen.nvrtc import compile_cuda
+    for blk in (None, (30,)):
+        c = compile_source(_src(name), Options(block=blk))
+        assert "__syncthreads" in c.cuda and "pm_red_" in c.cuda
+        ptx = compile_cuda(c.cuda, "sm_80").decode(errors="replace")
+        for k in c.program.kernels:
+            assert f".entry {k}" in ptx
