@@ -17,7 +17,7 @@ import islpy as isl
 
 from . import kir
 from .errors import PolymagicError
-from .expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Var, map_expr,
+from .expr import (Access, accesses, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Var, map_expr,
                    substitute, substitute_assign)
 from .expr import walk as walk_expr
 from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
@@ -222,6 +222,55 @@ class _Lowerer:
                            for r, t in zip(reds, targets)]))
         return kir.If(Int(1), out)
 
+    def share_partner_loads(self, body: list[kir.Stmt], registers: list) -> list[kir.Stmt]:
+        """Tree reductions fused in one pass (:class:`mapping.TreeReduction` partners)
+        accumulate into registers, so in their loop body a global element that several
+        of them read is loaded once into a register before them (gesummv's ``x[j]``):
+        nothing in that body writes global memory."""
+        groups = [{r.stmt, *r.partners} for r in self.mapping.reductions.values()
+                  if r.lead and r.partners]
+        if not groups:
+            return body
+        ctypes = {n: a.ctype for n, a in self.scop.arrays.items()}
+
+        def visit(stmts: list[kir.Stmt]) -> list[kir.Stmt]:
+            out: list[kir.Stmt] = []
+            for st in stmts:
+                if isinstance(st, kir.Loop):
+                    st = kir.Loop(st.var, st.lower, st.upper, st.step, share(visit(st.body)),
+                                  st.unroll)
+                elif isinstance(st, kir.If):
+                    st = kir.If(st.cond, visit(st.then), visit(st.orelse))
+                out.append(st)
+            return out
+
+        def share(stmts: list[kir.Stmt]) -> list[kir.Stmt]:
+            computes = [c for c in stmts if isinstance(c, kir.Compute)]
+            if len(computes) != len(stmts) or not any(
+                    len({c.stmt for c in computes} & g) > 1 for g in groups) or \
+                    any(c.assign.target.array in ctypes for c in computes):
+                return stmts
+            seen: dict[Access, int] = {}
+            for c in computes:
+                for a in set(accesses(c.assign.value)):
+                    if a.array in ctypes:
+                        seen[a] = seen.get(a, 0) + 1
+            repl: dict[Access, Access] = {}
+            loads: list[kir.Stmt] = []
+            for a, n in seen.items():
+                if n > 1:
+                    reg = kir.RegisterDecl(f"pm_s{len(registers)}_{a.array}", ctypes[a.array])
+                    registers.append(reg)
+                    repl[a] = Access(reg.name, ())
+                    loads.append(kir.Compute(f"pm_load_{reg.name}", Assign(repl[a], "=", a)))
+            if not repl:
+                return stmts
+            sub = lambda e: repl.get(e) if isinstance(e, Access) else None  # noqa: E731
+            return loads + [kir.Compute(c.stmt, Assign(c.assign.target, c.assign.op,
+                                                       map_expr(c.assign.value, sub)))
+                            for c in computes]
+        return visit(body)
+
     def tree_barrier(self) -> kir.Barrier:
         self.n_tree_sync += 1
         return kir.Barrier(1_000_000 + self.n_tree_sync)
@@ -402,6 +451,7 @@ class _Lowerer:
             ctype = self.scop.arrays[self.scop.statement(red.stmt).body.target.array].ctype
             registers.append(kir.RegisterDecl(red.acc, ctype))
             self.used_buffers.setdefault(red.buf, _TreeBuffer(red.buf, ctype, (nthreads,)))
+        body = self.share_partner_loads(body, registers)
         body, loads = eliminate_redundant_loads(
             body, {n: a.ctype for n, a in self.scop.arrays.items()})
         registers = registers + loads

@@ -103,6 +103,7 @@ def predict_counts(scop: Scop, mapping, sizes: Mapping[str, int],
                    for a in scop.statement(st).accesses):
                 kc.stores += n_points
         trees = {r.stmt: r for r in getattr(mapping, "reductions", {}).values()}
+        refs = refs | _shared_partner_reads(scop, trees)
         for sname in plan.statements:
             stmt = scop.statement(sname)
             n = None
@@ -127,6 +128,28 @@ def predict_counts(scop: Scop, mapping, sizes: Mapping[str, int],
                     kc.stores += n
                 else:
                     kc.loads += n
+    return out
+
+
+def _shared_partner_reads(scop, trees: dict) -> set[tuple[str, int]]:
+    """Reads of tree reductions fused in one pass (``TreeReduction.partners``) that an
+    earlier statement of the group makes of the same element: the lowering loads it
+    once into a register for all of them."""
+    out: set[tuple[str, int]] = set()
+    for lead in trees.values():
+        if not getattr(lead, "partners", ()):
+            continue
+        seen: list[isl.Map] = []
+        for sname in (lead.stmt, *lead.partners):
+            stmt = scop.statement(sname)
+            for k, acc in enumerate(stmt.accesses):
+                if acc.is_write or acc.array == stmt.body.target.array:
+                    continue
+                rel = acc.relation.set_tuple_name(isl.dim_type.in_, lead.stmt)
+                if any(rel.is_equal(m) for m in seen):
+                    out.add((sname, k))
+                else:
+                    seen.append(rel)
     return out
 
 
