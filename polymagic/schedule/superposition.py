@@ -359,11 +359,17 @@ class _Planner:
                 merged = [{**a, **b} for a, b in zip(prev.block, it.block)]
                 sub = table.subset(set(prev.statements) | set(it.statements))
                 if all(classify(sub, c) == LoopKind.FORALL for c in merged):
+                    head, sep, tail = prev.why.partition(";")
                     out[-1] = Kernel(prev.statements + it.statements, merged,
-                                     why=prev.why + " (fused)" if "fused" not in prev.why
-                                     else prev.why)
+                                     why=head + ("" if "(fused)" in head else " (fused)")
+                                     + sep + tail)
                     parts[id(out[-1])] = parts.pop(id(prev), [prev]) + [it]
                     continue
+                it.why += (f"; not fused with [{','.join(prev.statements)}]: the block "
+                           f"loops would carry a dependence")
+            elif isinstance(it, Kernel) and isinstance(prev, Kernel) and it.block and prev.block:
+                it.why += (f"; not fused with [{','.join(prev.statements)}]: "
+                           f"{len(prev.block)} and {len(it.block)} block dimensions")
             out.append(it)
         return out
 
@@ -474,7 +480,7 @@ class _Planner:
                 if all(classify(sub, c) == LoopKind.FORALL for c in merged) and \
                         (not merged or self.coalescing(merged[0]) or not self.coalescing(prev.dims[0])):
                     out[-1] = ThreadGroup(prev.statements + it.statements, merged,
-                                          why=prev.why + " (fused)" if "fused" not in prev.why
+                                          why=prev.why + " (fused)" if " (fused)" not in prev.why
                                           else prev.why)
                     continue
             out.append(it)
