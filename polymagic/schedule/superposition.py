@@ -27,6 +27,15 @@ Two schedules are computed per statement, within the restricted affine forms of
   tree in shared memory, and one thread combines the result with the global
   element (:mod:`polymagic.mapping`, :mod:`polymagic.lower`).  The enclosing loops
   stay on blocks or in the thread, uniform across the block.
+* **fusion around tree reductions** (§5.4: greedy fusion only when it keeps the
+  coalescing parallelism): a tree reduction's kernel runs one point of its block loop
+  per block (tile 1); the kernels block fusion merged with it stay fused when their
+  statements have no loop besides the block loop (one thread per block runs them:
+  gesummv's inits and finishing statement, one kernel with barriers between the
+  steps), else they are split off with the reason in the schedule view.  Two tree
+  reductions over the same source loop with no dependence between them become one
+  thread group: one pass over the loop accumulating both registers, one tree pass.
+  A fused plan that fails the isl legality check is planned again unfused.
 
 The superposition ``Θ* = (Θ_out*, Θ)`` (§4.2) is then one isl schedule tree built by
 :mod:`polymagic.mapping`.  :func:`check_legality` verifies the flattened schedule
