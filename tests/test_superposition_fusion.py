@@ -195,3 +195,15 @@ def test_predicted_counts_equal_the_emulator():
         emu = r.counters["per_kernel"]
         assert {k: (p.loads, p.stores) for k, p in pred.items()} == \
             {k: (v["loads"], v["stores"]) for k, v in emu.items()}
+
+
+@pytest.mark.parametrize("kw", [{"tile": (16,)}, {"tile": (3,), "block": (64,)},
+                                {"shared": "none"}, {"emu_order": "reverse", "seed": 5,
+                                                     "block": (33,)}],
+                         ids=["tile16", "tile3-block64", "no-shared", "reverse-order"])
+def test_gesummv_fused_variants_match_cpu(kw):
+    """A given block tile (several rows per block: the reductions run one row after
+    the other, the one-thread statements loop over the rows), no shared memory, and
+    the emulator's reversed thread order (race hunting) still give the CPU's result."""
+    c, _r = _check(_src("gesummv"), {"n": 37}, **kw)
+    assert len(c.program.kernels) == 1
