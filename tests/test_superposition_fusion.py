@@ -207,3 +207,61 @@ def test_gesummv_fused_variants_match_cpu(kw):
     the emulator's reversed thread order (race hunting) still give the CPU's result."""
     c, _r = _check(_src("gesummv"), {"n": 37}, **kw)
     assert len(c.program.kernels) == 1
+
+
+THREE = """
+void three(int n, float A[n][n], float B[n][n], float x[n], float r[n], float s[n],
+           float p[n]) {
+  for (int i = 0; i < n; i++) {
+    r[i] = A[i][0];
+    s[i] = 1.0f;
+    p[i] = 0.0f;
+    for (int j = 0; j <= i; j++) {
+      r[i] = fmaxf(r[i], A[i][j]);
+      s[i] = s[i] * (1.0f + 0.001f * B[i][j]);
+      p[i] += A[i][j] * x[j] + B[i][j];
+    }
+    p[i] = p[i] + r[i] * s[i];
+  }
+}
+"""
+# the second reduction reads the first one's result: two trees, one after the other
+CHAINED_IN_ROW = """
+void row(int n, double A[n][n], double x[n], double t[n], double u[n], double v[n]) {
+  for (int i = 0; i < n; i++) {
+    t[i] = 0.0;
+    for (int j = 0; j < n; j++)
+      t[i] += A[i][j] * x[j];
+    u[i] = 2.0 * t[i];
+    for (int j = 0; j < n; j++)
+      u[i] += A[i][j] * t[i];
+    v[i] = u[i] - t[i];
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("n", [1, 5, 37, 70])
+def test_three_operators_one_pass_triangular(n):
+    """max, product and sum over a triangular j in one pass and one tree; A and B
+    are loaded once per (i, j) for the three of them."""
+    c, _r = _check(THREE, {"n": n})
+    (k,) = c.program.kernels.values()
+    assert sorted(d.name for d in k.shared) == ["pm_red_S3", "pm_red_S4", "pm_red_S5"]
+    if n > 1:
+        assert sum(a.array in ("A", "B") for s in kir.walk(k.body) if isinstance(s, kir.Compute)
+                   for a in _reads(s)) == 2 + 1      # the two shared loads + r's init
+
+
+def _reads(c: kir.Compute):
+    from polymagic.expr import accesses
+    return accesses(c.assign.value)
+
+
+@pytest.mark.parametrize("n", [1, 37])
+def test_dependent_reductions_stay_two_trees(n):
+    _scop, _deps, plan = _plan(CHAINED_IN_ROW)
+    (k,) = plan.kernels()
+    reds = [g.statements for g in k.body if isinstance(g, ThreadGroup) and g.reduction]
+    assert reds == [["S1"], ["S3"]]
+    _check(CHAINED_IN_ROW, {"n": n})

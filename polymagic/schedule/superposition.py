@@ -60,6 +60,9 @@ from .loop_kinds import (reduction_operator, Combo, DependenceTable, LoopKind, O
 MAX_COMBOS = 4096
 MAX_BLOCK_DIMS = 2
 MAX_THREAD_DIMS = 3
+#: tree reductions sharing one pass and one tree: each keeps a shared buffer of one
+#: element per thread (8 doubles x 256 threads = 16 KiB)
+MAX_TREE_PARTNERS = 8
 
 
 @dataclass
@@ -503,9 +506,9 @@ class _Planner:
         every statement is in the same source reduction loop, with the same enclosing
         loops, and no dependence joins the two groups (each keeps its own updates'
         order; nothing of one is read by the other)."""
-        if not self.fuse_reductions:
-            return False
         stmts = a.statements + b.statements
+        if not self.fuse_reductions or len(stmts) > MAX_TREE_PARTNERS:
+            return False
         first = self.nests[stmts[0]]
         r = len(first.loops) - 1
         if any(len(self.nests[s].loops) - 1 != r or not first.shares_loop(self.nests[s], r)
