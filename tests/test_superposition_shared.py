@@ -146,9 +146,13 @@ def test_doitgen_paper_form_buffers_like_the_single_mapping():
 
 
 def test_gemm_c_per_block_a_b_per_sub_tile():
-    _, c = _loads("gemm", {"N": 45})
+    _, c = _loads("gemm", {"N": 45}, registers=False)
     assert _buffers(c) == {"sh0_C": ("C", (8, 32)), "sh0t1_A": ("A", (8, 16)),
                            "sh0t1_B": ("B", (16, 32))}
+    # with registers (the default) C[i][j] lives in one across k: its block buffer goes
+    # (seed 004 §4.2, tests/test_superposition_registers.py)
+    _, c = _loads("gemm", {"N": 45})
+    assert _buffers(c) == {"sh0t1_A": ("A", (8, 16)), "sh0t1_B": ("B", (16, 32))}
     # --tile's third size is the sub-tile of k
     c = compile_source(_src("gemm"), Options(sizes={"N": 45}, tile=(8, 32, 8)))
     assert _buffers(c)["sh0t1_A"] == ("A", (8, 8))
