@@ -836,7 +836,7 @@ class _SuperMapper:
         n_host = node.get_schedule_depth()
         point = self.thread_points(k, host)
         constant = self.constants.consider(name[3:], domain, point, n_host) \
-            if k.block or self._thread_dims(k) else (set(), [])
+            if point is not None and (k.block or self._thread_dims(k)) else (set(), [])
         if k.block:
             tile_sched = self._mupa([{s: f"floor(({self._loop(b[s])})/{t})" for s in k.statements}
                                      for b, t in zip(k.block, tiles)])
@@ -885,23 +885,24 @@ class _SuperMapper:
         from .schedule.superposition import ThreadGroup
         return any(isinstance(g, ThreadGroup) and g.dims for g in _walk_items(k.body))
 
-    def thread_points(self, k, host: isl.UnionMap) -> isl.UnionMap:
+    def thread_points(self, k, host: isl.UnionMap) -> isl.UnionMap | None:
         """Each instance of kernel ``k`` -> its thread point (seed 004 §4.2 on seed
         003's tree): the host loops, the block loops ``Θ_out`` (not tiled), then the
         loops of its thread group on thread x, y, z (``0`` where the group maps fewer:
-        those threads are filtered to 0).  One tuple names one thread of one launch
-        (block ``⌊Θ_out/TL⌋``, thread ``dims mod blockDim``), as the single mapping's
-        host loops and mapped members do, for :func:`.memory.registers.plan_registers`
+        those threads are filtered to 0).  One tuple is a point of one thread of one
+        launch (block ``⌊Θ_out/TL⌋``, thread ``dims mod blockDim``; a thread may own
+        several), as the single mapping's host loops and mapped members are, for :func:`.memory.registers.plan_registers`
         and :class:`.memory.constant.ConstantChooser`; the step loops, run by every
-        thread, are not part of it."""
+        thread, are not part of it.  None when a statement of ``k`` is in no thread
+        group (then neither registers nor constants are planned)."""
         from .schedule.superposition import ThreadGroup
         groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
         members = [{s: self._loop(b[s]) for s in k.statements} for b in k.block]
         for a in range(3):
             members.append({s: self._loop(g.dims[a][s]) if a < len(g.dims) else "0"
                             for g in groups for s in g.statements})
-        if not groups:
-            return host
+        if {s for g in groups for s in g.statements} != set(k.statements):
+            return None
         mupa = isl.UnionMap.from_multi_union_pw_aff(self._mupa(members))
         return host.flat_range_product(mupa.intersect_domain(host.domain()))
 
@@ -1094,7 +1095,10 @@ class _SuperMemory:
       and out around the group's thread filter inside the tile loop, with barriers
       (:func:`.memory.plan.graft_copies`).
 
-    A kernel with tree reductions or with one block gets no buffers (a note says so)."""
+    A kernel with tree reductions or with one block gets no buffers (a note says so).
+    Every kernel also gets the single mapping's registers (:meth:`registers`) and
+    ``__constant__`` arrays (:meth:`constants`), decided on its thread points
+    (:meth:`_SuperMapper.thread_points`)."""
 
     def __init__(self, mapper: "_SuperMapper", kname: str, host: isl.UnionMap, n_host: int,
                  n_tile: int):
@@ -1213,7 +1217,7 @@ class _SuperMemory:
         if not options.registers:
             return
         groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
-        if not k.block and not mapper._thread_dims(k):
+        if point is None or not k.block and not mapper._thread_dims(k):
             return
         mapped = [plan.loop_text(b) for b in k.block] + \
             [plan.loop_text(d) for g in groups for d in g.dims]
