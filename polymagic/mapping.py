@@ -1187,17 +1187,14 @@ class _SuperMemory:
         """Seed 004 §4.2 as in :meth:`_Mapper.constant_arrays`: the arrays read from
         ``__constant__`` memory get no shared buffer, at the block level (dropped) nor
         per thread tile (no longer deferred to the thread groups)."""
-        self.mem.decisions += lines
-        if not chosen:
-            return
         dropped = {b.array for b in self.mem.buffers if b.array in chosen}
         self.mem.buffers = [b for b in self.mem.buffers if b.array not in chosen]
         self.block_bufs = [b for b in self.block_bufs if b.array not in chosen]
         self.deferred = [a for a in self.deferred if a not in chosen]
         heads = {f"{self.kname}: {a}: " for a in dropped}
         self.mem.decisions = [next((h + "not buffered (read from __constant__ memory)"
-                                    for h in heads if d.startswith(h) and "constant" not in d), d)
-                              for d in self.mem.decisions]
+                                    for h in heads if d.startswith(h)), d)
+                              for d in self.mem.decisions] + lines
 
     def registers(self, k, domain: isl.UnionSet, point: isl.UnionMap, n_host: int,
                   tiles: list[int]) -> None:

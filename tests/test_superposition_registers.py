@@ -121,6 +121,43 @@ def test_several_points_per_thread_keep_the_buffer():
     assert "sh0_C" in {d.name for d in c.program.kernels["kernel0"].shared}
 
 
+# a time loop inside one kernel (a step loop: every thread runs it, a barrier per step)
+STEPS = """
+void steps(int T, int n, float x[n], float y[n], float w[8]) {
+  for (int t = 0; t < T; t++) {
+    for (int i = 0; i < n; i++)
+      x[i] = x[i] * w[t % 8] + y[i];
+    for (int i = 0; i < n; i++)
+      y[i] = y[i] + x[i] * 0.25f;
+  }
+}
+"""
+
+
+def test_registers_across_a_step_loop_and_constant_weights():
+    """i is a block and thread loop, t a step loop inside the kernel: x[i] and y[i]
+    stay in registers across all the steps (2·n loads instead of 4·T·n without shared
+    memory), w (read-only, indexed by t only) is read from ``__constant__`` memory,
+    and the decision line of its dropped block buffer says so."""
+    T, n = 5, 70
+    opts = Options(sizes={"T": T, "n": n}, target="emulator", shared="none")
+    on = compile_source(STEPS, opts)
+    off = compile_source(STEPS, opts.with_(registers=False))
+    assert on.schedule.use_superposition
+    assert _registers(on) == {"kernel0": ["x", "y"]}
+    assert set(on.program.constants) == {"w"}
+    r_on, r_off = run(on, opts), run(off, opts.with_(registers=False))
+    assert r_on.ok and r_off.ok, (r_on.message, r_off.message)
+    assert r_off.counters["loads"] - r_on.counters["loads"] == 4 * T * n - 2 * n
+    assert r_off.counters["stores"] - r_on.counters["stores"] == 2 * T * n - 2 * n
+    for order in ("reverse", "shuffle"):
+        assert run(on, opts.with_(emu_order=order)).ok
+    c = compile_source(STEPS, Options(sizes={"T": T, "n": n}))
+    assert "kernel0: w: not buffered (read from __constant__ memory)" in c.notes
+    assert not any(n.startswith("kernel0: w: sh0_w") for n in c.notes)
+    assert b".entry kernel0" in compile_cuda(c.cuda, "sm_90")
+
+
 # ---- tree reductions keep their own mechanism ------------------------------------------
 
 @pytest.mark.parametrize("name, sizes", [("atax", {"m": 41, "n": 35}),
