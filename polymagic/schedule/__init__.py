@@ -181,8 +181,9 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     if not gains and REQUIRE_GAIN:
         result.notes.append(
             "superposition maps the same loops to threadIdx.x as the single schedule "
-            "(no coalescing gain in the DL model): single mapping used, with its "
-            "shared-memory buffers")
+            "(no coalescing gain in the DL model): single mapping used (the same "
+            "buffers, registers and __constant__ arrays; it also has per-thread tiles "
+            "and larger default 2-d tiles)")
         return
     result.use_superposition = True
     if gains:
