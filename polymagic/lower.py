@@ -507,10 +507,12 @@ class _Lowerer:
         targets: dict[str, str] = {}
         owner: dict[str, RegisterPlan] = {}
         for r in mem.registers:
-            for n in [r.array] + [b.name for b in self.used_buffers.values() if b.array == r.array]:
+            for n in [r.array] + [b.name for b in self.used_buffers.values()
+                                  if getattr(b, "array", None) == r.array]:
                 if n in accessed:
                     targets[n], owner[n] = r.ctype, r
-        members = [(mm.axis, mm.tile, mm.threads) for mm in plan.members]
+        members = [(mm.axis, mm.tile, mm.threads) for mm in plan.members
+                   if getattr(plan, "member_points", True)]
         body, decls, result = promote_registers(body, targets, members)
         kname = plan.name[len("pm_"):]
         for n, (made, skipped, once) in result.items():

@@ -89,6 +89,10 @@ class KernelPlan:
     per_thread: tuple[int, ...] = ()     # points per thread per member (--tile T:t)
     jammed: bool = False                 # its point loops moved inside the sub-tile loops
     specialised: dict = field(default_factory=dict)  # sizes the kernel's domain is fixed to
+    #: the thread point loops of the kernel body are its members' (tile, threads) loops, so
+    #: the lowering may keep one register per point a thread owns; False for the
+    #: superposition, whose thread loops need not be its block members' point loops
+    member_points: bool = True
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -690,6 +694,7 @@ class _SuperMapper:
         self.steps: list = []            # loops of the step loops around the node built
         self.kernel_block: list = []     # block loops of the kernel being built
         self.reductions: dict[str, TreeReduction] = {}      # by statement
+        self.constants = ConstantChooser(scop, options.sizes)
         from .schedule.loop_kinds import reduction_operator
         from .schedule.superposition import ThreadGroup
         for g in _walk_items(plan.items):
@@ -838,6 +843,10 @@ class _SuperMapper:
         domain = node.get_domain()
         block_ctx: list[str] = []
         host = node.get_prefix_schedule_union_map().intersect_domain(domain)
+        n_host = node.get_schedule_depth()
+        point = self.thread_points(k, host)
+        constant = self.constants.consider(name[3:], domain, point, n_host) \
+            if point is not None and (k.block or self._thread_dims(k)) else (set(), [])
         if k.block:
             tile_sched = self._mupa([{s: f"floor(({self._loop(b[s])})/{t})" for s in k.statements}
                                      for b, t in zip(k.block, tiles)])
@@ -861,19 +870,51 @@ class _SuperMapper:
                 node = node.band_member_set_coincident(j, 1)
             node = atomic(node)
             self.memory = self.block_memory(name[3:], k, node.child(0), host)
+            self.memory.constants(*constant)
             depth = node.get_tree_depth()
-            body = self.memory.graft_block(self.items(node.child(0), k.body, True))
+            body = self.items(node.child(0), k.body, True)
+            self.memory.registers(k, domain, point, n_host, tiles)
+            body = self.memory.graft_block(body)
             node = body.ancestor(body.get_tree_depth() - depth)
             node = node.insert_filter(filt.intersect_params(_id_bounds(block_ctx)))
             if self.memory.mem.buffers:
                 node = _guard_grafts(node.child(0).child(0)).parent().parent()
         else:
             self.memory = self.block_memory(name[3:], k, None, host)
+            self.memory.constants(*constant)
             node = self.items(node, k.body, True)
+            self.memory.registers(k, domain, point, n_host, tiles)
         mem, self.memory = self.memory.result(), None
         self.plans[name] = KernelPlan(name, members, [], list(k.statements), memory=mem,
-                                      threads=blk, text=self.summary(k, tiles, blk))
+                                      threads=blk, text=self.summary(k, tiles, blk),
+                                      member_points=False)
         return node.insert_mark(isl.Id(name))
+
+    @staticmethod
+    def _thread_dims(k) -> bool:
+        from .schedule.superposition import ThreadGroup
+        return any(isinstance(g, ThreadGroup) and g.dims for g in _walk_items(k.body))
+
+    def thread_points(self, k, host: isl.UnionMap) -> isl.UnionMap | None:
+        """Each instance of kernel ``k`` -> its thread point (seed 004 §4.2 on seed
+        003's tree): the host loops, the block loops ``Θ_out`` (not tiled), then the
+        loops of its thread group on thread x, y, z (``0`` where the group maps fewer:
+        those threads are filtered to 0).  One tuple is a point of one thread of one
+        launch (block ``⌊Θ_out/TL⌋``, thread ``dims mod blockDim``; a thread may own
+        several), as the single mapping's host loops and mapped members are, for :func:`.memory.registers.plan_registers`
+        and :class:`.memory.constant.ConstantChooser`; the step loops, run by every
+        thread, are not part of it.  None when a statement of ``k`` is in no thread
+        group (then neither registers nor constants are planned)."""
+        from .schedule.superposition import ThreadGroup
+        groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
+        members = [{s: self._loop(b[s]) for s in k.statements} for b in k.block]
+        for a in range(3):
+            members.append({s: self._loop(g.dims[a][s]) if a < len(g.dims) else "0"
+                            for g in groups for s in g.statements})
+        if {s for g in groups for s in g.statements} != set(k.statements):
+            return None
+        mupa = isl.UnionMap.from_multi_union_pw_aff(self._mupa(members))
+        return host.flat_range_product(mupa.intersect_domain(host.domain()))
 
     def block_memory(self, kname: str, k, body: isl.ScheduleNode | None,
                      host: isl.UnionMap) -> "_SuperMemory":
@@ -1073,7 +1114,10 @@ class _SuperMemory:
       and out around the group's thread filter inside the tile loop, with barriers
       (:func:`.memory.plan.graft_copies`).
 
-    A kernel with tree reductions or with one block gets no buffers (a note says so)."""
+    A kernel with tree reductions or with one block gets no buffers (a note says so).
+    Every kernel also gets the single mapping's registers (:meth:`registers`) and
+    ``__constant__`` arrays (:meth:`constants`), decided on its thread points
+    (:meth:`_SuperMapper.thread_points`)."""
 
     def __init__(self, mapper: "_SuperMapper", kname: str, host: isl.UnionMap, n_host: int,
                  n_tile: int):
@@ -1158,6 +1202,85 @@ class _SuperMemory:
         self.mem.decisions += lines + dropped
         return bufs
 
+    def constants(self, chosen: set[str], lines: list[str]) -> None:
+        """Seed 004 §4.2 as in :meth:`_Mapper.constant_arrays`: the arrays read from
+        ``__constant__`` memory get no shared buffer, at the block level (dropped) nor
+        per thread tile (no longer deferred to the thread groups)."""
+        dropped = {b.array for b in self.mem.buffers if b.array in chosen}
+        self.mem.buffers = [b for b in self.mem.buffers if b.array not in chosen]
+        self.block_bufs = [b for b in self.block_bufs if b.array not in chosen]
+        self.deferred = [a for a in self.deferred if a not in chosen]
+        heads = {f"{self.kname}: {a}: " for a in dropped}
+        self.mem.decisions = [next((h + "not buffered (read from __constant__ memory)"
+                                    for h in heads if d.startswith(h)), d)
+                              for d in self.mem.decisions] + lines
+
+    def registers(self, k, domain: isl.UnionSet, point: isl.UnionMap, n_host: int,
+                  tiles: list[int]) -> None:
+        """Seed 004 §4.2 on the superposed kernel ``k``: the arrays whose subscripts vary
+        only with its thread points (:meth:`_SuperMapper.thread_points`) are planned
+        into per-thread registers by :func:`.memory.registers.plan_registers`, the
+        lowering keeping them across the thread's sequential loops (``sum[p]`` across
+        doitgen's ``s``).  A tree reduction's statement keeps its own accumulator, so
+        the arrays it accesses are left alone.  Block-level buffers of a register
+        array are dropped (:func:`.memory.plan.drop_register_buffers`) only where each
+        thread owns one point of the block tile in every group touching it, so the
+        register is loaded once per thread point, not once per thread tile."""
+        from .memory.registers import plan_registers
+        from .schedule.superposition import ThreadGroup
+        mapper = self.mapper
+        scop, options, plan = mapper.scop, mapper.options, mapper.plan
+        if not options.registers:
+            return
+        groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
+        if point is None or not k.block and not mapper._thread_dims(k):
+            return
+        mapped = [plan.loop_text(b) for b in k.block] + \
+            [plan.loop_text(d) for g in groups for d in g.dims]
+        used = {s: {b[s][0] for b in k.block} | {d[s][0] for g in groups for d in g.dims
+                                                  if s in d} |
+                {st[s][0] for st in mapper.steps if s in st} for s in k.statements}
+        seq = [scop.statement(s).iterators[lp[0]] for s in k.statements
+               for lp in plan.nests[s].loops if lp[0] not in used[s]]
+        regs, lines = plan_registers(scop, domain, point, self.kname,
+                                     list(dict.fromkeys(mapped)), list(dict.fromkeys(seq)),
+                                     n_host=n_host)
+        reduced = {a.array for s in k.statements if s in mapper.reductions
+                   for a in scop.statement(s).accesses}
+        kept = []
+        for r in regs:
+            if r.array in reduced:
+                lines[r.line] = (f"{self.kname}: {r.array}: not in a register (a tree "
+                                 "reduction's statement accesses it; the reduction keeps its "
+                                 "own per-thread accumulator)")
+                continue
+            r.line += len(self.mem.decisions)
+            kept.append(r)
+        self.mem.decisions += lines
+        self.mem.registers = kept
+        one = [r for r in kept if all(self._one_point(k, s, tiles) for s in r.statements)]
+        self.mem.registers = one
+        dropped = drop_register_buffers(self.mem, self.kname, options, 1)
+        self.mem.registers = kept
+        self.block_bufs = [b for b in self.block_bufs if b.array not in dropped]
+
+    def _one_point(self, k, s: str, tiles: list[int]) -> bool:
+        """Each thread runs at most one thread point of statement ``s`` per block: every
+        loop of its group on a thread axis is a block loop whose tile has no more
+        points than threads along that axis."""
+        from .schedule.superposition import ThreadGroup
+        blk = self.mapper.block
+        for g in _walk_items(k.body):
+            if not isinstance(g, ThreadGroup) or s not in g.statements:
+                continue
+            if g.reduction:
+                return False
+            for d, ax in zip(g.dims, "xyz"):
+                if not any(b.get(s) == d[s] and t <= blk["xyz".index(ax)]
+                           for b, t in zip(k.block, tiles)):
+                    return False
+        return True
+
     def _fixed(self, pre: isl.UnionMap) -> isl.UnionMap:
         """The loops constant in one thread tile, for seed 000's rank test (§3.1.1):
         the prefix without the block tile dimensions (host and step loops)."""
@@ -1231,7 +1354,7 @@ def map_superposition(scop: Scop, plan, options: Options) -> MappingResult:
     node = isl.Schedule.from_domain(dom).get_root().child(0)
     node = mapper.items(node, plan.items, False)
     return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops,
-                         mapper.namer.copies,
+                         mapper.namer.copies, constants=mapper.constants.decls(),
                          reductions=mapper.grafted())
 
 
