@@ -191,10 +191,11 @@ def test_time_tiling_options():
             parse_options(bad)
 
 
-def test_time_tiled_cuda_compiles_with_nvrtc():
+@pytest.mark.parametrize("name,tiles", [("jacobi-1d.c", "4,16"), ("jacobi-2d.c", "4,32,32")])
+def test_time_tiled_cuda_compiles_with_nvrtc(name, tiles):
     from polymagic.codegen.nvrtc import compile_cuda
-    compiled = compile_source((EXAMPLES / "jacobi-1d.c").read_text(),
-                              parse_options(["--time-tiling", "4,16"]))
+    compiled = compile_source((EXAMPLES / name).read_text(),
+                              parse_options(["--time-tiling", tiles]))
     ptx = compile_cuda(compiled.cuda, "compute_80").decode(errors="replace")
     assert all(f".entry {k}" in ptx for k in compiled.program.kernels)
 
