@@ -879,6 +879,21 @@ def _generate_per_kernel(build: isl.AstBuild, scop: Scop, mapping: MappingResult
     return low, ast
 
 
+def _pieces_bound(f: isl.PwAff, upper: bool) -> isl.PwAff:
+    """``f`` when it has one piece, else the maximum (``upper``) or minimum of its
+    pieces' expressions on all parameters: a bound as loose as the worst piece, with
+    no piece conditions for the host loop (seidel-2d, tiles 4,32,32: the exact
+    maximum's piece conditions cost isl's AST generator 1 s, the bound nothing)."""
+    pieces: list[isl.Aff] = []
+    f.foreach_piece(lambda _s, a: pieces.append(a))
+    if len(pieces) <= 1:
+        return f
+    out = isl.PwAff.from_aff(pieces[0])
+    for a in pieces[1:]:
+        out = out.max(isl.PwAff.from_aff(a)) if upper else out.min(isl.PwAff.from_aff(a))
+    return out.coalesce()
+
+
 def _boxed_launches(host: isl.Schedule, groups: list[str]) -> isl.Schedule:
     """The host tree with the launch sets of ``groups`` (``pm_group_<mark>[w..]``)
     replaced by their bounding boxes, when the tree is one chain of bands down to one
@@ -904,8 +919,10 @@ def _boxed_launches(host: isl.Schedule, groups: list[str]) -> isl.Schedule:
     for k in range(group.dim(isl.dim_type.set)):
         x = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(group.get_space()),
                                     isl.dim_type.set, k)
-        lo = group.dim_min(k).insert_dims(isl.dim_type.in_, 0, group.dim(isl.dim_type.set))
-        hi = group.dim_max(k).insert_dims(isl.dim_type.in_, 0, group.dim(isl.dim_type.set))
+        lo = _pieces_bound(group.dim_min(k), False).insert_dims(
+            isl.dim_type.in_, 0, group.dim(isl.dim_type.set))
+        hi = _pieces_bound(group.dim_max(k), True).insert_dims(
+            isl.dim_type.in_, 0, group.dim(isl.dim_type.set))
         lo = lo.set_tuple_id(isl.dim_type.in_, group.get_tuple_id())
         hi = hi.set_tuple_id(isl.dim_type.in_, group.get_tuple_id())
         box = box.intersect(lo.le_set(x)).intersect(x.le_set(hi))
