@@ -47,6 +47,9 @@ LOWER_OPERATIONS = 20_000_000
 LOWER_LIMIT_OPERATIONS = 40_000_000
 #: the same for the AST of skewed time tiles (--time-tiling)
 TIME_TILING_OPERATIONS = 3_000_000
+#: The parameters ``pm_h0, pm_h1, ...`` a kernel receives the values of its host
+#: loops in (per-kernel code generation, :func:`.lower._kernel_schedule`).
+HOST_PARAM = "pm_h"
 #: the budget of localised time tiles, when --localise asks for them, is this many times larger
 LOCALISED_TILES_FACTOR = 20
 #: time tiles keep their whole footprint in L (one write-back) instead of seed 001's per-step moves
@@ -93,6 +96,10 @@ class KernelPlan:
     #: the lowering may keep one register per point a thread owns; False for the
     #: superposition, whose thread loops need not be its block members' point loops
     member_points: bool = True
+    # the instances of one launch as an affine set in the host loops' values
+    # ``pm_h<k>`` (:data:`HOST_PARAM`) and the block ids, when the mapper knows one
+    # (time tiles: no floor of the wavefront for isl's AST generator to project)
+    launch_domain: "isl.UnionSet | None" = None
 
     @property
     def block(self) -> tuple[int, int, int]:
@@ -292,15 +299,24 @@ class _Mapper:
             domain).range().extract_set(cband.get_space()).intersect_params(self.scop.context)
         members: list[MappedMember] = []
         block_filt, block_ctx = domain, []
+        block_first: list[isl.UnionPwAff] = []      # tile coordinate of each block
         for j in range(nc):
             axis = "xyz"[nc - 1 - j]
             tmin, tmax = rng.dim_min(j).coalesce(), rng.dim_max(j).coalesce()
             members.append(MappedMember(axis, 1, 1, _member_text(cband, j), tmin, tmax))
             b = isl.UnionPwAff.param_on_domain_id(domain, param_id(kir.BLOCK_IDS[axis]))
-            offset = isl.UnionPwAff.pw_aff_on_domain(domain, tmin)
-            block_filt = block_filt.intersect(cband.get_at(j).sub(offset).sub(b).zero_union_set())
+            offset = isl.UnionPwAff.pw_aff_on_domain(domain, _single_piece(tmin)).add(b)
+            block_first.append(offset)
+            block_filt = block_filt.intersect(cband.get_at(j).sub(offset).zero_union_set())
             block_ctx.append(f"{kir.BLOCK_IDS[axis]} >= 0")
         seq = node.child(0)
+        wband = node.parent()
+        if wband.get_type() == isl.schedule_node_type.band and wband.band_n_member() == 1:
+            t0 = time_tiles(self.options.time_tiling, nc + 1)[0]
+            launch = _wavefront_launch(domain, seq.band_get_partial_schedule().get_at(0), t0,
+                                       block_first, wband.get_schedule_depth())
+        else:
+            launch = None
         seq_text = [_member_text(seq.band_get_partial_schedule(), i)
                     for i in range(seq.band_n_member())]
         par = seq.child(0)
@@ -317,9 +333,10 @@ class _Mapper:
             threads.append(bj)
             t = isl.UnionPwAff.param_on_domain_id(thread_filt, param_id(kir.THREAD_IDS[axis]))
             if j < nc and bj == tiles[j]:
-                # one thread per point of the tile's extent: b = T·c + tid, an equality
-                # (no loop, no modulo for isl's AST generator)
-                off = cband.get_at(j).intersect_domain(thread_filt).scale_val(isl.Val(bj))
+                # one thread per point of the tile's extent: b = T·(c_min + block id) + tid,
+                # an equality in the ids (no loop, no floor or modulo for isl's AST
+                # generator: the point is a function of t and the ids)
+                off = block_first[j].intersect_domain(thread_filt).scale_val(isl.Val(bj))
                 thread_filt = thread_filt.intersect(
                     pband.get_at(j).sub(off).sub(t).zero_union_set())
             else:
@@ -334,6 +351,7 @@ class _Mapper:
         depth = node.get_tree_depth()
         par_text = [_member_text(pband, i) for i in range(npar)]
         plan = KernelPlan(name, members, seq_text, _statements(node), threads=block,
+                          launch_domain=launch,
                           text=f"one block per time tile ({', '.join(mm.loop for mm in members)}"
                                f"), sequential in the block: {', '.join(seq_text)} (a barrier "
                                f"after each step), over {'x'.join(map(str, block))} threads: "
@@ -655,6 +673,33 @@ def _guard_grafts(node: isl.ScheduleNode) -> isl.ScheduleNode:
     if reached.is_empty():
         return node
     return node.insert_guard(isl.Set.from_union_set(reached).coalesce())
+
+
+def _wavefront_launch(domain: isl.UnionSet, b0: isl.UnionPwAff, t0: int,
+                      block_first: list[isl.UnionPwAff], host: int) -> isl.UnionSet:
+    """The instances of one launch of a time-tiled kernel as an affine set: the
+    wavefront ``w = floor(b0/T0) + c_1 + .. + c_m`` (:func:`.timeblock.wavefront_tile_map`)
+    equals the launch's host value ``pm_h<host>`` and each tile coordinate ``c_j`` is
+    its block's (``block_first[j]``, affine in the block ids), so
+    ``T0·(pm_h - Σ c_j) <= b0 <= T0·(pm_h - Σ c_j) + T0 - 1``.  Without floors, isl's
+    AST generator need not project the wavefront's integer divisions (jacobi-2d,
+    tiles 4,32,32: over 3,000,000 isl operations through the floors, 0.3 s so)."""
+    h = isl.UnionPwAff.param_on_domain_id(domain, param_id(f"{HOST_PARAM}{host}"))
+    first = h
+    for c in block_first:
+        first = first.sub(c.intersect_domain(domain))
+    rel = b0.intersect_domain(domain).sub(first.scale_val(isl.Val(t0)))
+    box = isl.UnionSet(isl.Set(f"{{ [d] : 0 <= d < {t0} }}"))
+    return isl.UnionMap.from_union_pw_aff(rel).intersect_range(box).domain()
+
+
+def _single_piece(f: isl.PwAff) -> isl.PwAff:
+    """``f`` on the whole parameter space when it has one piece (its domain, where
+    some tile exists, only adds existentially quantified constraints that isl's AST
+    generator would carry everywhere), else ``f``."""
+    pieces: list[isl.Aff] = []
+    f.foreach_piece(lambda _s, a: pieces.append(a))
+    return isl.PwAff.from_aff(pieces[0]) if len(pieces) == 1 else f
 
 
 def _id_bounds(constraints: list[str]) -> isl.Set:
@@ -1416,7 +1461,8 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
             mapping = map_schedule(scop, sched, options.with_(shared="none"))
             program = _lower_bounded(scop, mapping)
     elif options.time_tiling:
-        # isl's AST generation over skewed tiles of 3+ loops can take minutes (jacobi-2d);
+        # the tiles themselves stay well inside the budget (each launch's affine set:
+        # jacobi-2d 4,32,32 in 0.7 s), the moves of localised 2-d tiles can take minutes;
         # asked for (--localise), the localised tiles get the larger budget
         budget = TIME_TILING_OPERATIONS * (LOCALISED_TILES_FACTOR if options.localise and
                                            mapping.local_copies else 1)

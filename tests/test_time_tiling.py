@@ -11,6 +11,8 @@ block's threads (checked parallel with isl; else one thread per tile, with a not
 the tile's data is localised along ``t`` in shared memory (seed 001: the tile's whole
 footprint, moved in at first touch, written back once) for 1-d tiles unless
 ``--shared none``, for 2-d tiles with ``--localise t``.  Legality is checked with isl.
+Each launch's instances are an affine set the mapper gives (no floors of the
+wavefront for isl's AST generator): jacobi-2d compiles at the tiles 4,32,32.
 """
 from __future__ import annotations
 
@@ -191,10 +193,11 @@ def test_time_tiling_options():
             parse_options(bad)
 
 
-def test_time_tiled_cuda_compiles_with_nvrtc():
+@pytest.mark.parametrize("name,tiles", [("jacobi-1d.c", "4,16"), ("jacobi-2d.c", "4,32,32")])
+def test_time_tiled_cuda_compiles_with_nvrtc(name, tiles):
     from polymagic.codegen.nvrtc import compile_cuda
-    compiled = compile_source((EXAMPLES / "jacobi-1d.c").read_text(),
-                              parse_options(["--time-tiling", "4,16"]))
+    compiled = compile_source((EXAMPLES / name).read_text(),
+                              parse_options(["--time-tiling", tiles]))
     ptx = compile_cuda(compiled.cuda, "compute_80").decode(errors="replace")
     assert all(f".entry {k}" in ptx for k in compiled.program.kernels)
 
@@ -298,3 +301,55 @@ def test_jacobi_2d_tiles_localised_when_asked():
     assert any("the tile's whole footprint" in n for n in tiled.notes), tiled.notes
     _, plain = _tt("jacobi-2d.c", "tsteps=5,n=23", "2,8,8", ("--shared", "none"))
     assert rep.counters["loads"] < 0.3 * plain.counters["loads"]
+
+
+# ---- jacobi-2d at the issue's tile sizes: each launch as an affine set ----------------
+
+@pytest.mark.parametrize("sizes", ["tsteps=9,n=37", "tsteps=8,n=70"])
+def test_jacobi_2d_tiles_4_32_32_compile_under_the_budget_and_match_cpu(sizes):
+    """jacobi-2d, tiles 4,32,32 (the issue's headline stencil): the kernel's tree for
+    one launch is cut by the mapper's affine launch set (wavefront = host value, tile
+    coordinates = block ids) and the host scans a box of wavefronts, so isl's AST
+    generator never projects the wavefront's floors; this used to exceed
+    TIME_TILING_OPERATIONS (3,000,000) at these tiles, now it stays inside it
+    (measured: 0.7 s of compilation).  Emulator == CPU at sizes not multiples of the
+    tiles; without localisation of 2-d tiles every step reads its five neighbours
+    from global memory (5 loads per point and step, the count of the host loop
+    without buffers), against the host loop's per-tile shared buffers."""
+    compiled, rep = _tt("jacobi-2d.c", sizes, "4,32,32")
+    assert rep.ok and rep.checked, rep
+    assert "one block per time tile" in _kernel_text(compiled)
+    assert "pm_h0" in compiled.cuda              # the wavefront, a kernel parameter
+    t, n = (int(kv.split("=")[1]) for kv in sizes.split(","))
+    points = 2 * t * (n - 2) ** 2                # S0 and S1, every step
+    assert rep.counters["loads"] == 5 * points
+    assert rep.counters["stores"] == points
+    _, host = _tt("jacobi-2d.c", sizes, None)
+    assert host.ok
+    # measured: 110,250 against 27,378 (tsteps=9, n=37); 369,920 against 87,616
+    assert host.counters["loads"] < rep.counters["loads"]
+
+
+def test_time_tiled_launch_set_is_the_wavefront_of_the_block():
+    """The mapper's launch set (:func:`polymagic.mapping._wavefront_launch`) selects,
+    among a block's instances, exactly those of the launch's wavefront: checked with
+    isl against the prefix schedule, on jacobi-1d and jacobi-2d."""
+    import polymagic.lower as lower
+    from polymagic.deps import compute_dependences
+    from polymagic.frontend import parse
+    from polymagic.mapping import map_schedule
+    from polymagic.schedule import compute_schedule
+    for name, tiles in (("jacobi-1d.c", "3,8"), ("jacobi-2d.c", "2,8,8")):
+        options = parse_options(["--time-tiling", tiles, "--shared", "none"])
+        scop = parse((EXAMPLES / name).read_text())
+        deps = compute_dependences(scop)
+        mapping = map_schedule(scop, compute_schedule(scop, deps, options), options)
+        (mark, plan), = mapping.plans.items()
+        assert plan.launch_domain is not None
+        node = lower._kernel_marks(mapping.schedule)[mark]
+        block = node.child(0).filter_get_filter()          # tile coordinates = block ids
+        prefix = node.get_prefix_schedule_union_map().intersect_domain(block)
+        fixed = isl.UnionSet(isl.Set("[pm_h0] -> { [w] : w = pm_h0 }"))
+        exact = prefix.intersect_range(fixed.align_params(prefix.get_space())).domain()
+        launch = plan.launch_domain.align_params(exact.get_space()).intersect(block)
+        assert exact.is_equal(launch.align_params(exact.get_space())), name
