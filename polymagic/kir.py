@@ -141,7 +141,7 @@ class VectorCopy(Compute):
     """``width`` consecutive elements copied as one 16-byte access (seed 002 §3.4:
     float4/double2): ``assign`` is ``dst[.., j] = src[.., j]`` for the first element,
     the others follow along the last subscript.  Both addresses are 16-byte aligned
-    (the memory plan's :func:`memory.plan.split_vector` chooses aligned chunks, a
+    (the memory plan's :func:`memory.plan.chunk_guards` says which chunks are whole, a
     ``pm_aligned16(array)`` guard checks the array's base); the emulator checks it."""
     width: int = 4
 

@@ -731,7 +731,7 @@ def _mentions_mapped_ids(e: Expr) -> bool:
 
 def _copy_split_values(body: list[kir.Stmt], block: tuple[int, int, int]) -> list[kir.Stmt]:
     """The kernel body preceded by the values of the 16-byte copies' lane and group
-    variables it uses (:data:`kir.COPY_LANE`), from the thread ids of its block."""
+    variables it uses (:data:`kir.COPY_GROUP`), from the thread ids of its block."""
     used = sorted(v for v in kir.used_vars(body) if kir.copy_split_var(v) is not None)
     return [kir.Let(v, kir.copy_split_value(v, block)) for v in used] + body
 

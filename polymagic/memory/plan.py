@@ -758,7 +758,7 @@ class CopyNamer:
 
     def copy(self, direction: str, buf: BufferPlan) -> str:
         """``pm_in_<buf>``/``pm_out_<buf>`` (element copies), ``pm_vin_<buf>``/
-        ``pm_vout_<buf>`` (16-byte chunk copies, see :func:`split_vector`)."""
+        ``pm_vout_<buf>`` (16-byte chunk copies, see :func:`chunk_domain`)."""
         name = f"pm_{direction}_{buf.name}"
         self.copies[name] = (direction, buf)
         return name
