@@ -410,10 +410,11 @@ def vectorise(scop: Scop, options: Options, buf: BufferPlan) -> BufferPlan:
     ``g`` is rounded down to a multiple of the vector width ``w`` and its row pitch
     up to one (padding the row when ``g`` is not provably aligned, e.g. jacobi's
     halo ``32 b - 1``), so that a chunk aligned in the global array (``a ≡ 0 mod w``)
-    is aligned in the buffer too.  Arrays passed as strided views (``Options.layout``)
-    and rows shorter than two vectors keep scalar copies; so does ``--device-mem``
-    (its launch tiling bounds the kernels' accesses by interval arithmetic, too
-    coarse on the chunk loops' thread arithmetic)."""
+    is aligned in the buffer too.  Arrays passed as strided views (``Options.layout``),
+    rows shorter than two vectors and copy sets with partial chunks
+    (:func:`_whole_chunks`) keep scalar copies; so does ``--device-mem`` (its launch
+    tiling bounds the kernels' accesses by interval arithmetic, too coarse on the
+    chunk loops' thread arithmetic)."""
     w = vector_width(buf.ctype)
     if (not options.vector or options.device_mem is not None or w < 2 or not buf.extents or buf.extents[-1] < 2 * w
             or buf.array in dict(options.layout) or _last_extent(scop, buf.array) is None):
