@@ -28,6 +28,37 @@ MAPPED_IDS = {**{v: f"threadIdx.{a}" for a, v in THREAD_IDS.items()},
               **{v: f"gridDim.{a}" for a, v in GRID_DIMS.items()}}
 
 
+#: The 16-byte copy statements' thread split (memory.plan): ``pm_qg<R>`` is the
+#: thread's group ``t div R``, ``t`` the linear thread id in the block.  isl sees it
+#: as a parameter of its own (its AST generation then meets no division of the
+#: thread ids); each kernel defines it from the thread ids (:func:`copy_split_value`).
+COPY_GROUP = "pm_qg"
+
+
+def copy_split_var(name: str) -> int | None:
+    """R of a copy split variable's name (``pm_qg<R>``), else None."""
+    if name.startswith(COPY_GROUP) and name[len(COPY_GROUP):].isdigit():
+        return int(name[len(COPY_GROUP):])
+    return None
+
+
+def copy_split_value(name: str, block: tuple[int, int, int]) -> Expr:
+    """The value of a copy split variable in a block of shape ``block``."""
+    from .expr import Binary, Int
+    r = copy_split_var(name)
+    assert r is not None, name
+    t: Expr | None = None
+    stride = 1
+    for a, b in zip(AXES, block):
+        if b > 1:
+            term: Expr = Var(THREAD_IDS[a])
+            if stride > 1:
+                term = Binary("*", Int(stride), term)
+            t = term if t is None else Binary("+", t, term)
+        stride *= b
+    return Binary("/", t or Int(0), Int(r))
+
+
 @dataclass
 class ArrayDecl:
     """A global-memory array as the kernels see it."""
@@ -110,7 +141,7 @@ class VectorCopy(Compute):
     """``width`` consecutive elements copied as one 16-byte access (seed 002 §3.4:
     float4/double2): ``assign`` is ``dst[.., j] = src[.., j]`` for the first element,
     the others follow along the last subscript.  Both addresses are 16-byte aligned
-    (the memory plan's :func:`memory.plan.split_vector` chooses aligned chunks, a
+    (the memory plan's :func:`memory.plan.chunk_guards` says which chunks are whole, a
     ``pm_aligned16(array)`` guard checks the array's base); the emulator checks it."""
     width: int = 4
 

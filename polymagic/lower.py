@@ -20,7 +20,7 @@ from .errors import PolymagicError
 from .expr import (Access, accesses, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Var, map_expr,
                    substitute, substitute_assign)
 from .expr import walk as walk_expr
-from .isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
+from .isl_util import ast_expr_to_expr, pw_aff_to_expr, set_to_expr, val_to_int
 from .mapping import _ALL_IDS, HOST_PARAM, MARK_PREFIX, KernelPlan, MappingResult, kernel_mark
 
 #: names of the launch statements of the host tree in per-kernel mode
@@ -29,7 +29,7 @@ GROUP_PREFIX = "pm_group_"
 #: those where isl's one-tree AST lets the host depend on block/thread ids; tests set
 #: ``POLYMAGIC_PER_KERNEL=always`` to run everything through that path
 PER_KERNEL = os.environ.get("POLYMAGIC_PER_KERNEL", "") == "always"
-from .memory.plan import BufferPlan
+from .memory.plan import BufferPlan, chunk_guards, copy_split_params
 from .memory.registers import (RegisterPlan, decision_line, eliminate_redundant_loads,
                                promote_registers)
 from .scop import Scop
@@ -65,6 +65,8 @@ class _Lowerer:
         # buffer's lower bounds on a statement's instances by (buffer, statement)
         self.indices: dict[tuple, tuple[isl.AstBuild, tuple[Expr, ...] | None]] = {}
         self.prefixes: dict[tuple[str, str, bool], tuple[bool, list[isl.PwAff]]] = {}
+        # the chunk guards of the 16-byte copy statements by statement name
+        self.chunk_sets: dict[str, tuple[isl.Map, list[isl.Map]]] = {}
 
     def block(self, node: isl.AstNode, in_kernel: bool) -> list[kir.Stmt]:
         t = node.get_type()
@@ -273,38 +275,70 @@ class _Lowerer:
         return kir.Barrier(1_000_000 + self.n_tree_sync)
 
     def copy(self, name: str, args: list[Expr], build: isl.AstBuild,
-             iters: isl.PwMultiAff | None) -> kir.Compute:
-        """``sh[a - g(p)] = A[a]`` (copy-in) or ``A[a] = sh[a - g(p)]`` (copy-out)."""
+             iters: isl.PwMultiAff | None) -> kir.Stmt:
+        """``sh[a - g(p)] = A[a]`` (copy-in) or ``A[a] = sh[a - g(p)]`` (copy-out); for
+        a 16-byte chunk statement (``a = (a', k)``, :func:`memory.plan.chunk_domain`)
+        the elements ``w k + j`` of the buffer row, ``g(p) + w k + j`` of the array's."""
         direction, buf = self.mapping.copies[name]
         na = len(buf.extents)
+        w = buf.vector if direction.startswith("v") else 1
         p, a = args[:len(args) - na], args[len(args) - na:]
-        local = None
+        index = None
         if iters is not None:
-            local = _build_index(build, iters, _copy_local_index(name, len(p), buf,
-                                                                 iters.n_piece() == 1))
-        if local is None:
+            index = _build_index(build, iters, _copy_local_index(name, len(p), buf,
+                                                                 iters.n_piece() == 1, w))
+        if index is None:
             env = {f"p{i}": e for i, e in enumerate(p)}
-            local = tuple(Binary("-", ai, substitute(_prefix_expr(g), env))
+            index = tuple(Binary("-", ai, substitute(_prefix_expr(g), env))
                           for ai, g in zip(a, buf.lower))
+            if w > 1:
+                last = Binary("*", Int(w), a[-1])
+                g = substitute(_prefix_expr(buf.lower[-1]), env)
+                index = index[:-1] + (last, Binary("+", last, g))
+        if w > 1:
+            local, a = index[:-1], a[:-1] + [index[-1]]
+        else:
+            local = index
         glob = Access(buf.array, tuple(a))
         sh = Access(buf.name, local)
         self.used_buffers.setdefault(buf.name, buf)
-        if direction.startswith("v"):
-            # seed 002 §3.4: one 16-byte access per chunk when the array's base is
-            # aligned (rows and chunk starts are, by the plan's split_vector), else
-            # the chunk's elements one by one
-            def at(acc: Access, j: int) -> Access:
-                return Access(acc.array, acc.index[:-1] + (Binary("+", acc.index[-1], Int(j)),)
-                              if j else acc.index)
-            pairs = [(at(sh, j), at(glob, j)) if direction == "vin" else (at(glob, j), at(sh, j))
-                     for j in range(buf.vector)]
-            return kir.If(Call(kir.ALIGNED16, (Var(buf.array), Int(buf.vector))),
-                          [kir.VectorCopy(name, Assign(pairs[0][0], "=", pairs[0][1]),
-                                          width=buf.vector)],
-                          [kir.Compute(name, Assign(d, "=", s)) for d, s in pairs])
+        if w > 1:
+            return self.chunk_copy(name, direction, buf, sh, glob, args)
         if direction == "in":
             return kir.Compute(name, Assign(sh, "=", glob))
         return kir.Compute(name, Assign(glob, "=", sh))
+
+    def chunk_copy(self, name: str, direction: str, buf: BufferPlan, sh: Access,
+                   glob: Access, args: list[Expr]) -> kir.Stmt:
+        """Seed 002 §3.4: a chunk whose elements are all copied (and the array's rows
+        aligned: :func:`memory.plan.chunk_guards`) is one 16-byte access when the
+        array's base is aligned (``pm_aligned16``), else its elements one by one; the
+        other chunks (row ends, sizes that misalign rows) copy each of their elements
+        in the copy set, under isl's condition for it."""
+        def at(acc: Access, j: int) -> Access:
+            return Access(acc.array, acc.index[:-1] + (Binary("+", acc.index[-1], Int(j)),)
+                          if j else acc.index)
+        pairs = [(at(sh, j), at(glob, j)) if direction == "vin" else (at(glob, j), at(sh, j))
+                 for j in range(buf.vector)]
+        elems = [kir.Compute(name, Assign(d, "=", s)) for d, s in pairs]
+        if name not in self.chunk_sets:
+            rel = buf.copy_in if direction == "vin" else buf.copy_out
+            full, ins = chunk_guards(self.scop, buf, rel)
+            self.chunk_sets[name] = (_chunk_cond(full), [_chunk_cond(e) for e in ins])
+        full_c, ins_c = self.chunk_sets[name]
+        env = {f"{_CHUNK_DIM}{i}": e for i, e in enumerate(args)}
+        vec = kir.If(Call(kir.ALIGNED16, (Var(buf.array), Int(buf.vector))),
+                     [kir.VectorCopy(name, elems[0].assign, width=buf.vector)], elems)
+        cond = substitute(full_c, env)
+        if cond == Int(1):
+            return vec
+        some = []
+        for c, s in zip(ins_c, elems):
+            if c != Int(0):
+                some.append(s if c == Int(1) else kir.If(substitute(c, env), [s]))
+        if cond == Int(0):
+            return kir.If(Int(1), some)
+        return kir.If(cond, [vec], some)
 
     def local_copy(self, name: str, args: list[Expr], build: isl.AstBuild,
                    iters: isl.PwMultiAff | None) -> kir.Compute:
@@ -459,6 +493,7 @@ class _Lowerer:
         guard = [c for g in self.guards for c in g if not _implied_by_block(c, plan.block)]
         if guard:
             body = [kir.If(_conjoin(guard), body)]
+        body = _copy_split_values(body, plan.block)
         kname = name[len("pm_"):] if name.startswith("pm_") else name   # as in the plan's notes
         if kname in self.kernels:            # isl generated the marked subtree twice
             kname = f"{kname}_{len(self.kernels)}"
@@ -582,10 +617,13 @@ def _access_affs(relation: isl.Map) -> list[isl.PwAff] | None:
     return [pma.get_pw_aff(i) for i in range(relation.dim(isl.dim_type.out))]
 
 
-def _copy_local_index(stmt: str, n_prefix: int, buf: BufferPlan, bare: bool = False
-                      ) -> list[isl.PwAff]:
+def _copy_local_index(stmt: str, n_prefix: int, buf: BufferPlan, bare: bool = False,
+                      width: int = 1) -> list[isl.PwAff]:
     """``a - g(p)`` on the copy statement's space ``stmt[p..., a...]``; with ``bare``
-    a one-piece ``g`` loses its domain first (:func:`_build_index` would drop it)."""
+    a one-piece ``g`` loses its domain first (:func:`_build_index` would drop it);
+    with ``width`` > 1 the last dim is a chunk ``k`` of the buffer row
+    (:func:`memory.plan.chunk_domain`): its buffer subscript ``width * k``, then the
+    array's ``g(p) + width * k`` follow."""
     na = len(buf.extents)
     params = buf.lower[0].get_space().params() if buf.lower else None
     dims = [f"p{i}" for i in range(n_prefix)] + [f"a{i}" for i in range(na)]
@@ -594,9 +632,36 @@ def _copy_local_index(stmt: str, n_prefix: int, buf: BufferPlan, bare: bool = Fa
                                  f"[{', '.join(dims[:n_prefix])}] }}")
     out = []
     for i, g in enumerate(buf.lower):
-        a = _parsed(isl.PwAff, f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> [(a{i})] }}")
-        out.append(a.sub((_universal(g) if bare else g).pullback_multi_aff(proj)))
+        g = (_universal(g) if bare else g).pullback_multi_aff(proj)
+        if width > 1 and i == na - 1:
+            k = _parsed(isl.PwAff, f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> "
+                                   f"[({width} * a{i})] }}")
+            out += [k, k.add(g)]
+        else:
+            a = _parsed(isl.PwAff, f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> [(a{i})] }}")
+            out.append(a.sub(g))
     return out
+
+
+#: the names of a chunk statement's dims in its guards (substituted by the AST's)
+_CHUNK_DIM = "pm_k"
+
+
+def _chunk_cond(chunks: isl.Map) -> Expr:
+    """A set of chunks ``{ [p] -> A[a', c] }`` (simplified against the statement's
+    domain) as a condition on the statement's dims ``pm_k0 ..`` (``Int(1)``/``Int(0)``:
+    always/never), printed by isl once per copy statement."""
+    cond = chunks.wrap().flatten()
+    if cond.is_empty():
+        return Int(0)
+    n = cond.dim(isl.dim_type.set)
+    if cond.is_equal(isl.Set.universe(cond.get_space())):
+        return Int(1)
+    npar = cond.dim(isl.dim_type.param)
+    cond = cond.move_dims(isl.dim_type.param, npar, isl.dim_type.set, 0, n)
+    for i in range(n):
+        cond = cond.set_dim_id(isl.dim_type.param, npar + i, isl.Id(f"{_CHUNK_DIM}{i}"))
+    return set_to_expr(cond)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -717,7 +782,15 @@ def _implied_by_block(c: Expr, block: tuple[int, int, int]) -> bool:
 
 
 def _mentions_mapped_ids(e: Expr) -> bool:
-    return any(isinstance(x, Var) and x.name in kir.MAPPED_IDS for x in walk_expr(e))
+    return any(isinstance(x, Var) and (x.name in kir.MAPPED_IDS or kir.copy_split_var(x.name) is not None)
+               for x in walk_expr(e))
+
+
+def _copy_split_values(body: list[kir.Stmt], block: tuple[int, int, int]) -> list[kir.Stmt]:
+    """The kernel body preceded by the values of the 16-byte copies' lane and group
+    variables it uses (:data:`kir.COPY_GROUP`), from the thread ids of its block."""
+    used = sorted(v for v in kir.used_vars(body) if kir.copy_split_var(v) is not None)
+    return [kir.Let(v, kir.copy_split_value(v, block)) for v in used] + body
 
 
 def _upper_bound(cond: isl.AstExpr, var: str) -> Expr:
@@ -755,9 +828,12 @@ def _plan_summary(kname: str, plan: KernelPlan) -> str:
 def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
     """Generate isl's AST for the mapped schedule and lower it to the Kernel IR."""
     ctx = scop.context.get_ctx()
-    ids_ctx = isl.Set(f"[{', '.join(_ALL_IDS)}] -> {{ : "
+    split = copy_split_params([b for _d, b in mapping.copies.values()],
+                              [p.block for p in mapping.plans.values()])
+    ids_ctx = isl.Set(f"[{', '.join(_ALL_IDS + list(split))}] -> {{ : "
                       + " and ".join(f"0 <= {v} < 1024" for v in kir.THREAD_IDS.values())
                       + " and " + " and ".join(f"{v} >= 0" for v in kir.BLOCK_IDS.values())
+                      + "".join(f" and 0 <= {v} < {n}" for v, n in split.items())
                       + " }")
     space = mapping.schedule.get_domain().get_space()
     build = isl.AstBuild.from_context(

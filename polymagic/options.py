@@ -36,11 +36,9 @@ class Options:
     shared: str = "auto"                          # auto (reuse-based) | all | none
     shared_mem: int = 48 * 1024                   # M_up: shared-memory bytes per block
     registers: bool = True
-    # 16-byte (float4/double2) copies between global and shared memory (002 §3.4); opt-in:
-    # isl's AST for the chunk + remainder copy statements takes about 4x as long as for
-    # element copies (jacobi-2d regenerates in 0.8 s instead of 0.2 s of CPU), over
-    # the explorer's 0.5 s
-    vector: bool = False
+    # 16-byte (float4/double2) copies between global and shared memory (002 §3.4), for
+    # the buffers whose copy rows are whole 16-byte chunks (memory.plan.vectorise)
+    vector: bool = True
     # the tile search's model (seed 000 §4.3) is fitted on plans whose buffer set does
     # not depend on the tile sizes: it keeps register arrays' shared buffers too
     keep_register_buffers: bool = False
@@ -167,10 +165,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shared-mem", default="48KB", metavar="48KB",
                    help="shared memory per block (M_up)")
     p.add_argument("--no-registers", dest="registers", action="store_false")
-    p.add_argument("--vector", dest="vector", action="store_true", default=False,
-                   help="16-byte float4/double2 copies between global and shared memory "
-                        "(off by default: slower code generation)")
-    p.add_argument("--no-vector", dest="vector", action="store_false")
+    p.add_argument("--vector", dest="vector", action="store_true", default=True,
+                   help="16-byte float4/double2 copies between global and shared memory, "
+                        "for buffers whose copied rows are whole 16-byte chunks (default)")
+    p.add_argument("--no-vector", dest="vector", action="store_false",
+                   help="element copies only")
     p.add_argument("--delta", type=float, default=0.3,
                    help="constant-reuse threshold (seed 000 Algorithm 1)")
     p.add_argument("--localise", metavar="LOOP[:w]",

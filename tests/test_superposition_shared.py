@@ -109,13 +109,14 @@ def test_block_buffers_live_across_the_step_loop():
 
 
 def test_vector_copies_into_superposition_buffers():
-    """With 16-byte copies (``--vector``, seed 002 §3.4) the thread tile's row is
-    padded so that aligned float4 chunks stay aligned in the buffer (halo 32c - 1)."""
+    """16-byte copies (seed 002 §3.4, the default) take only buffers whose copied rows
+    are whole chunks: the thread tile's rows start at the halo ``32c - 1``, inside a
+    float4 chunk, so they keep element copies and their unpadded extents."""
     for n in (37, 64):
         opts = Options(sizes={"tsteps": 3, "n": n}, target="emulator", vector=True)
         c = compile_source(_src("jacobi-2d-alt"), opts)
-        assert _buffers(c) == {"sh0t1_A": ("A", (8, 40))}
-        assert "float4" in c.cuda
+        assert _buffers(c) == {"sh0t1_A": ("A", (8, 34))}
+        assert "float4" not in c.cuda
         for order in ("shuffle", "reverse"):
             r = run(c, opts.with_(emu_order=order))
             assert r.ok, r.message

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+import functools
 import math
 
 import islpy as isl
@@ -409,10 +410,11 @@ def vectorise(scop: Scop, options: Options, buf: BufferPlan) -> BufferPlan:
     ``g`` is rounded down to a multiple of the vector width ``w`` and its row pitch
     up to one (padding the row when ``g`` is not provably aligned, e.g. jacobi's
     halo ``32 b - 1``), so that a chunk aligned in the global array (``a ≡ 0 mod w``)
-    is aligned in the buffer too.  Arrays passed as strided views (``Options.layout``)
-    and rows shorter than two vectors keep scalar copies; so does ``--device-mem``
-    (its launch tiling bounds the kernels' accesses by interval arithmetic, too
-    coarse on the chunk loops' thread arithmetic)."""
+    is aligned in the buffer too.  Arrays passed as strided views (``Options.layout``),
+    rows shorter than two vectors and copy sets with partial chunks
+    (:func:`_whole_chunks`) keep scalar copies; so does ``--device-mem`` (its launch
+    tiling bounds the kernels' accesses by interval arithmetic, too coarse on the
+    chunk loops' thread arithmetic)."""
     w = vector_width(buf.ctype)
     if (not options.vector or options.device_mem is not None or w < 2 or not buf.extents or buf.extents[-1] < 2 * w
             or buf.array in dict(options.layout) or _last_extent(scop, buf.array) is None):
@@ -423,7 +425,33 @@ def vectorise(scop: Scop, options: Options, buf: BufferPlan) -> BufferPlan:
     if not g.ne_set(g_al).is_empty():
         ext[-1] += w - 1
     ext[-1] = -(-ext[-1] // w) * w
-    return replace(buf, lower=list(buf.lower[:-1]) + [g_al], extents=tuple(ext), vector=w)
+    out = replace(buf, lower=list(buf.lower[:-1]) + [g_al], extents=tuple(ext), vector=w)
+    if any(rel is not None and not _whole_chunks(scop, out, rel)
+           for rel in (buf.copy_in, buf.copy_out)):
+        return buf
+    return out
+
+
+def _whole_chunks(scop: Scop, buf: BufferPlan, rel: isl.Map) -> bool:
+    """Whether every 16-byte chunk the copy set ``rel`` touches lies in it whole when
+    the array's innermost extent is a multiple of ``w`` (the tile-aligned rows of
+    gemm's buffers; not jacobi's halo, lu's triangles): a copy whose rows start or end
+    inside chunks copies those chunks element by element, in branches of their own,
+    which issue more requests than the element copies (and cost isl's AST
+    generation time for nothing), so such buffers keep element copies."""
+    from ..expr import CPrinter
+    w = buf.vector
+    text = CPrinter()(scop.arrays[buf.array].shape[-1])
+    full = _in_chunks(rel, w, 0)
+    for j in range(1, w):
+        full = full.intersect(_in_chunks(rel, w, j))
+    dom = _in_chunks(rel, w, None)
+    try:
+        cond = isl.Set(f"[{', '.join(scop.size_params)}] -> {{ : ({text}) mod {w} = 0 }}")
+        dom = dom.intersect_params(cond.align_params(dom.get_space().params()))
+    except isl.Error:
+        pass
+    return dom.is_subset(full)
 
 
 def _last_extent(scop: Scop, array: str) -> str | None:
@@ -440,41 +468,94 @@ def _last_extent(scop: Scop, array: str) -> str | None:
     return text
 
 
-def split_vector(scop: Scop, buf: BufferPlan, rel: isl.Map) -> tuple[isl.Map | None, isl.Map | None]:
-    """The copy set ``rel`` (``{ [p] -> A[a] }``) as (chunk starts, remainder): a chunk
-    start ``a`` has ``a_last ≡ 0 (mod w)`` and all of ``a .. a + w - 1`` (last dim) in
-    ``rel(p)``, and the array's rows are 16-byte aligned (innermost extent ≡ 0 mod w,
-    a condition on the sizes isl turns into a guard); the remainder is every element
-    of ``rel`` no chunk covers (the row ends, or all of it for other sizes).  The
-    array's base address is checked at run time (``pm_aligned16``) by the lowering."""
-    w = buf.vector
-    n = rel.dim(isl.dim_type.out)
-    if not w or n == 0:
-        return None, rel
+def _row_maps(rel: isl.Map, w: int) -> tuple[str, list[str], str]:
+    """(params, element names ``x0 ..``, the array's tuple) of a copy set's range."""
     params = ", ".join(rel.get_space().get_var_names(isl.dim_type.param))
     name = rel.get_tuple_name(isl.dim_type.out)
-    xs = [f"x{i}" for i in range(n)]
-    tup = f"{name}[{', '.join(xs)}]"
+    xs = [f"x{i}" for i in range(rel.dim(isl.dim_type.out))]
+    return params, xs, name
 
-    def shift(j: int) -> isl.Map:
-        ys = xs[:-1] + [f"{xs[-1]} + {j}"]
-        return isl.Map(f"[{params}] -> {{ {tup} -> {name}[{', '.join(ys)}] }}")
-    chunks = rel.intersect_range(isl.Set(f"[{params}] -> {{ {tup} : {xs[-1]} mod {w} = 0 }}"))
-    for j in range(1, w):
-        chunks = chunks.intersect(rel.apply_range(shift(-j)))
+
+def chunk_domain(buf: BufferPlan, rel: isl.Map) -> isl.Map:
+    """The 16-byte chunks of the copy set ``rel`` (``{ [p] -> A[a] }``) as
+    ``{ [p] -> A[a', k] }``: chunk ``k`` of a buffer row holds the row's elements
+    ``g(p) + w k .. g(p) + w k + w - 1`` (``w = buf.vector``, ``g`` the buffer's
+    innermost lower bound, a multiple of ``w`` by :func:`vectorise`); every chunk
+    holding at least one element of ``rel(p)``.
+
+    One copy statement scans these chunks (seed 002 §3.4), each copying its elements
+    in ``rel``: one 16-byte access when they all are and the addresses are aligned
+    (:func:`chunk_guards`), else element by element.  A chunk's row range is the
+    projection of ``rel``'s, counted from the buffer's row start: no modulo
+    constraint reaches isl's AST generator, and the threads' cyclic distribution
+    (:func:`_thread_filter`) has no offset depending on the block: the former split
+    into aligned chunk starts (``a ≡ 0 mod w``) and an element remainder (``rel``
+    minus the chunks) made the copies' AST generation about 4x as slow as the element
+    copies'."""
+    return _chunk_local(buf, _in_chunks(rel, buf.vector, None))
+
+
+def _in_chunks(rel: isl.Map, w: int, j: int | None) -> isl.Map:
+    """``{ [p] -> A[a', c] }``: the global chunks ``c`` (elements ``w c ..``) holding an
+    element of ``rel(p)`` (``j`` None) or whose element ``w c + j`` is in it."""
+    params, xs, name = _row_maps(rel, w)
+    cond = (f"{w} * c <= {xs[-1]} < {w} * c + {w}" if j is None
+            else f"{xs[-1]} = {w} * c + {j}")
+    to_chunk = _parsed_map(f"[{params}] -> {{ {name}[{', '.join(xs)}] -> "
+                           f"{name}[{', '.join(xs[:-1] + ['c'])}] : {cond} }}")
+    return rel.apply_range(to_chunk).coalesce()
+
+
+def _chunk_local(buf: BufferPlan, chunks: isl.Map) -> isl.Map:
+    """Global chunks ``{ [p] -> A[a', c] }`` counted from the buffer's row start:
+    ``k = c - g(p) / w``."""
+    space = chunks.get_space()
+    n = chunks.dim(isl.dim_type.out)
+    g = buf.lower[-1]
+    if g.n_piece() == 1:          # its domain (the blocks') only slows the pullback
+        pieces: list[isl.Aff] = []
+        g.foreach_piece(lambda _s, a: pieces.append(a))
+        g = isl.PwAff.from_aff(pieces[0])
+    g = g.scale_down_val(isl.Val(buf.vector)).floor()
+    g = g.align_params(space.params())
+    wrapped = chunks.wrap()
+    ident = isl.MultiAff.identity(wrapped.get_space().map_from_set())
+    to_p = isl.MultiAff.domain_map(chunks.align_params(g.get_space().params()).get_space())
+    last = isl.PwAff.from_aff(ident.get_aff(space.dim(isl.dim_type.in_) + n - 1))
+    k = last.sub(g.align_params(to_p.get_space().params()).pullback_multi_aff(to_p))
+    shift = isl.PwMultiAff.from_multi_aff(ident).set_pw_aff(
+        space.dim(isl.dim_type.in_) + n - 1, k)
+    return wrapped.apply(isl.Map.from_pw_multi_aff(shift)).unwrap().coalesce()
+
+
+def chunk_guards(scop: Scop, buf: BufferPlan, rel: isl.Map) -> tuple[isl.Map, list[isl.Map]]:
+    """(full, [in_0 .. in_{w-1}]) over the chunks ``{ [p] -> A[a', k] }`` of
+    :func:`chunk_domain`: ``in_j`` holds the chunks whose element ``j`` is in
+    ``rel(p)``; ``full`` those with all ``w`` elements in ``rel(p)`` and the array's
+    rows 16-byte aligned (innermost extent ≡ 0 mod w, a condition on the sizes): a
+    full chunk is one 16-byte access when the array's base is aligned too (checked at
+    run time, ``pm_aligned16``).  Both are simplified in the context of the chunk
+    domain (isl's gist: what is left is the row end's bound, the sizes' alignment),
+    so they print as short conditions."""
+    w = buf.vector
+    ins = [_in_chunks(rel, w, j) for j in range(w)]
+    full = ins[0]
+    for e in ins[1:]:
+        full = full.intersect(e)
     last = _last_extent(scop, buf.array)
     if last:
         pn = ", ".join(scop.size_params)
         cond = isl.Set(f"[{pn}] -> {{ : ({last}) mod {w} = 0 }}")
-        chunks = chunks.intersect_params(cond.align_params(chunks.get_space().params()))
-    chunks = chunks.coalesce()
-    if chunks.is_empty():
-        return None, rel
-    covered = chunks
-    for j in range(1, w):
-        covered = covered.union(chunks.apply_range(shift(j)))
-    rest = rel.subtract(covered).coalesce()
-    return chunks, (None if rest.is_empty() else rest)
+        full = full.intersect_params(cond.align_params(full.get_space().params()))
+    dom = _chunk_local(buf, _in_chunks(rel, w, None))
+    return (_chunk_local(buf, full).gist(dom).coalesce(),
+            [_chunk_local(buf, e).gist(dom).coalesce() for e in ins])
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_map(text: str) -> isl.Map:
+    """``isl.Map(text)``, parsed once (the chunk maps come back at every regeneration)."""
+    return isl.Map(text)
 
 
 def _params(scop: Scop) -> str:
@@ -486,35 +567,109 @@ def _prefix_dims(node: isl.ScheduleNode) -> int:
     return node.get_schedule_depth()
 
 
+#: Lanes a buffer row takes when the rows are split inside ``threadIdx.x``: 8 chunks,
+#: 128 bytes, one cache line.  The thread's group ``t div 8`` is then a parameter of
+#: isl's AST build (:data:`kir.COPY_GROUP`); one for the whole program, as each
+#: parameter slows the generation of every statement's code.
+GROUP_LANES = 8
+
+
+@dataclass(frozen=True)
+class ChunkSplit:
+    """How a 16-byte chunk statement's chunks ``(.., r, k)`` go to the block's threads
+    (linear id ``t``): chunk ``k`` of a buffer row to the lane ``t mod R`` (``lane``:
+    isl text congruent to it modulo ``R``), row ``r`` to the group ``t div R``
+    (``group``, isl text; None when ``R`` is the whole block) modulo ``T / R``;
+    ``params`` the copy split variables it uses, with their (exclusive) bounds."""
+    r: int
+    lane: str
+    group: str | None
+    params: tuple[tuple[str, int], ...] = ()
+
+
+def chunk_split(block: tuple[int, int, int], extents: tuple[int, ...], width: int
+                ) -> ChunkSplit:
+    """The thread split of a chunk statement of a buffer (``extents`` in elements,
+    rows of ``extents[-1] / width`` chunks): ``R`` a product of the leading block
+    dims (``threadIdx.x``'s extent, ...: lane and group are linear in the thread ids)
+    or :data:`GROUP_LANES` where that takes fewer rounds (two thirds or less: short
+    rows would otherwise leave most lanes of ``threadIdx.x`` idle)."""
+    threads = math.prod(block)
+    rc = extents[-1] // width
+    if len(extents) < 2:
+        return ChunkSplit(threads, _linear_tid(block, threads), None)
+    rows = math.prod(extents[:-1])
+
+    def rounds(r: int) -> int:
+        return -(-rc // r) * -(-rows // (threads // r))
+    aligned = sorted({math.prod(block[:k]) for k in range(1, 4)} - {1})
+    best = min(aligned or [threads], key=lambda r: (rounds(r), r < rc, r))
+    g = GROUP_LANES
+    if g < block[0] and block[0] % g == 0 and 3 * rounds(g) <= 2 * rounds(best):
+        name = f"{kir.COPY_GROUP}{g}"
+        return ChunkSplit(g, _linear_tid(block, g), name, ((name, threads // g),))
+    if best == threads:
+        return ChunkSplit(best, _linear_tid(block, best), None)
+    high, stride = [], 1
+    for a, b in zip("xyz", block):
+        if b > 1 and stride >= best:
+            high.append(f"{stride // best} * {kir.THREAD_IDS[a]}")
+        stride *= b
+    return ChunkSplit(best, _linear_tid(block, best), " + ".join(high) or "0")
+
+
+def _linear_tid(block: tuple[int, int, int], r: int) -> str:
+    """isl text congruent to the linear thread id modulo ``r`` (terms whose stride is a
+    multiple of ``r`` left out)."""
+    terms, stride = [], 1
+    for a, b in zip("xyz", block):
+        if b > 1 and stride % r:
+            terms.append(f"{stride} * {kir.THREAD_IDS[a]}")
+        stride *= b
+    return " + ".join(terms) or "0"
+
+
+def copy_split_params(buffers: list[BufferPlan], blocks: list[tuple[int, int, int]]
+                      ) -> dict[str, int]:
+    """The copy split variables (:data:`kir.COPY_GROUP`) the chunk statements of
+    ``buffers`` may use in blocks of the given shapes, with a bound on each
+    (exclusive): parameters of the AST build."""
+    out: dict[str, int] = {}
+    for b in buffers:
+        if b.vector:
+            for block in blocks:
+                for name, n in chunk_split(block, b.extents, b.vector).params:
+                    out[name] = max(out.get(name, 1), n)
+    return out
+
+
 def _thread_filter(stmt: str, np_: int, na: int, block: tuple[int, int, int],
-                   width: int = 1, row_chunks: int = 1) -> str:
+                   split: ChunkSplit | None = None) -> str:
     """Cyclic distribution of the copy loops: innermost dim over threadIdx.x, ...;
-    with ``width`` > 1 the innermost dim holds chunk starts (multiples of ``width``)
-    and consecutive threads take consecutive chunks (coalesced 16-byte accesses)."""
+    for a 16-byte chunk statement (``split``) the innermost dim holds a buffer row's
+    chunks (:func:`chunk_domain`): they go to ``R`` consecutive linear thread ids,
+    the rows cyclically to the ``T / R`` groups of them (:func:`chunk_split`), so
+    consecutive threads take consecutive chunks (coalesced 16-byte accesses) and each
+    condition couples one dim with the thread ids only (isl's AST generation stays
+    cheap)."""
     conds = []
     axes = [a for a, b in zip("xyz", block) if b > 1] or ["x"]
     dims = [f"a{i}" for i in range(na)]
-    if width > 1:
-        # chunk c = (row, a_last / w) linearised row-major over the buffer's last two
-        # dims (row_chunks chunks a row) goes to linear thread id c mod T: a warp
-        # takes 32 consecutive chunks, across rows when the rows are short
-        tid, stride = [], 1
-        for a, b in zip("xyz", block):
-            tid.append(f"{stride} * {kir.THREAD_IDS[a]}")
-            stride *= b
-        lin = f"{width * row_chunks} * {dims[-2]} + {dims[-1]}" if na >= 2 else dims[-1]
-        conds.append(f"({lin} - {width} * ({' + '.join(tid)})) mod {width * stride} = 0")
+    if split is not None:
+        conds.append(f"({dims[-1]} - ({split.lane})) mod {split.r} = 0")
+        if split.group is not None:
+            conds.append(f"({dims[-2]} - ({split.group})) mod {math.prod(block) // split.r} = 0")
+        conds += [f"0 <= {v} < {n}" for v, n in split.params]
     elif na == 1 and len(axes) > 1:           # a 1-d buffer: use all threads of the block
         stride = 1
         parts = []
         for a in axes:
-            parts.append(f"{stride * width} * {kir.THREAD_IDS[a]}")
+            parts.append(f"{stride} * {kir.THREAD_IDS[a]}")
             stride *= block["xyz".index(a)]
-        conds.append(f"({dims[0]} - ({' + '.join(parts)})) mod {stride * width} = 0")
+        conds.append(f"({dims[0]} - ({' + '.join(parts)})) mod {stride} = 0")
     else:
-        for k, (a, d) in enumerate(zip(axes, reversed(dims))):
-            w = width if k == 0 else 1
-            conds.append(f"({d} - {w} * {kir.THREAD_IDS[a]}) mod {block['xyz'.index(a)] * w} = 0")
+        for a, d in zip(axes, reversed(dims)):
+            conds.append(f"({d} - {kir.THREAD_IDS[a]}) mod {block['xyz'.index(a)]} = 0")
         for a in axes[len(dims):]:
             conds.append(f"{kir.THREAD_IDS[a]} = 0")
     for a, b in zip("xyz", block):
@@ -531,11 +686,11 @@ def atomic(band: isl.ScheduleNode) -> isl.ScheduleNode:
     return band
 
 
-def _scan_members(na: int, block: tuple[int, int, int], width: int, row_chunks: int
+def _scan_members(na: int, block: tuple[int, int, int], split: ChunkSplit | None = None
                   ) -> list[str]:
     """The copy band's members: the coordinates ``a0 .. a<na-1>``, each distributed
     one preceded by the thread's round on it (``floor(a_d / B)``; for 16-byte chunks
-    the round ``c div T`` of the chunk number ``c`` of :func:`_thread_filter`, first).
+    ``floor(k / R)`` and ``floor(r / (T / R))`` of :func:`chunk_split`).
     With the round given, isl's AST generator prints one loop over it and computes
     the coordinate; scanning the coordinates alone made it (islpy 2026.2.2) drop
     instances when the filter's modulo on the thread id has an offset coupled to
@@ -543,12 +698,14 @@ def _scan_members(na: int, block: tuple[int, int, int], width: int, row_chunks: 
     24), threads copying the same element for a localised buffer (finding 27)."""
     dims = [f"(a{i})" for i in range(na)]
     axes = [a for a, b in zip("xyz", block) if b > 1] or ["x"]
-    threads = block[0] * block[1] * block[2]
-    if width > 1 and na >= 2:
-        lin = f"{row_chunks} * a{na - 2} + floor(a{na - 1} / {width})"
-        return [f"(floor(({lin}) / {threads}))"] + dims
-    if width > 1 or len(axes) > 1 and na == 1:
-        span = width * math.prod(block["xyz".index(a)] for a in axes)
+    if split is not None:
+        out = list(dims)
+        out.insert(na - 1, f"(floor(a{na - 1} / {split.r}))")
+        if split.group is not None:
+            out.insert(na - 2, f"(floor(a{na - 2} / {math.prod(block) // split.r}))")
+        return out
+    if len(axes) > 1 and na == 1:
+        span = math.prod(block["xyz".index(a)] for a in axes)
         return [f"(floor(a0 / {span}))"] + dims
     out = list(dims)
     for a, d in zip(axes, reversed(range(na))):
@@ -558,23 +715,27 @@ def _scan_members(na: int, block: tuple[int, int, int], width: int, row_chunks: 
 
 
 def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
-                block: tuple[int, int, int], width: int = 1, row_chunks: int = 1
+                block: tuple[int, int, int], split: ChunkSplit | None = None
                 ) -> isl.ScheduleNode:
     """An extension subtree adding ``stmt[p, a]`` for every ``a`` in ``rel(p)``,
-    scanned by a band over ``a`` whose innermost dims are distributed over threads."""
+    scanned by a band over ``a`` whose innermost dims are distributed over threads
+    (a 16-byte chunk statement's as ``split`` says; the extension declares its copy
+    split variables as parameters, so that the AST build knows them)."""
     np_ = _prefix_dims(node)
     na = rel.dim(isl.dim_type.out)
+    params = _params(scop) + "".join(f", {v}" for v, _n in (split.params if split else ()))
+    filt = isl.UnionSet(f"[{params}] -> " + _thread_filter(stmt, np_, na, block, split))
     ext = rel.domain_map().reverse().flatten_range().set_tuple_name(isl.dim_type.out, stmt)
+    ext = ext.align_params(filt.get_space())
     graft = isl.ScheduleNode.from_extension(isl.UnionMap.from_map(ext))
-    params = _params(scop)
     p = ", ".join([f"p{i}" for i in range(np_)] + [f"a{i}" for i in range(na)])
     leaf = graft.child(0)
     if na:
-        scans = _scan_members(na, block, width, row_chunks)
+        scans = _scan_members(na, block, split)
         members = ", ".join(f"{{ {stmt}[{p}] -> [{s}] }}" for s in scans)
         leaf = leaf.insert_partial_schedule(isl.MultiUnionPwAff(f"[{params}] -> [{members}]"))
         leaf = atomic(leaf)
-    leaf = leaf.insert_filter(isl.UnionSet(f"[{params}] -> " + _thread_filter(stmt, np_, na, block, width, row_chunks)))
+    leaf = leaf.insert_filter(filt)
     return leaf.root()
 
 
@@ -598,7 +759,7 @@ class CopyNamer:
 
     def copy(self, direction: str, buf: BufferPlan) -> str:
         """``pm_in_<buf>``/``pm_out_<buf>`` (element copies), ``pm_vin_<buf>``/
-        ``pm_vout_<buf>`` (16-byte chunk copies, see :func:`split_vector`)."""
+        ``pm_vout_<buf>`` (16-byte chunk copies, see :func:`chunk_domain`)."""
         name = f"pm_{direction}_{buf.name}"
         self.copies[name] = (direction, buf)
         return name
@@ -617,29 +778,23 @@ def graft_copies(scop: Scop, node: isl.ScheduleNode, buffers: list[BufferPlan],
     node = node.graft_before(_sync_graft(scop, node, namer.sync()))
     if ins:
         for b in ins:
-            for d, rel, w in _copy_parts(scop, b, b.copy_in, "in"):
+            for d, rel, split in _copy_parts(scop, b, b.copy_in, "in", block):
                 node = node.graft_before(_copy_graft(scop, node, namer.copy(d, b), rel,
-                                                     block, w, b.extents[-1] // w))
+                                                     block, split))
         node = node.graft_before(_sync_graft(scop, node, namer.sync()))
     if outs:
         for b in reversed(outs):
-            for d, rel, w in reversed(_copy_parts(scop, b, b.copy_out, "out")):
+            for d, rel, split in reversed(_copy_parts(scop, b, b.copy_out, "out", block)):
                 node = node.graft_after(_copy_graft(scop, node, namer.copy(d, b), rel,
-                                                    block, w, b.extents[-1] // w))
+                                                    block, split))
         node = node.graft_after(_sync_graft(scop, node, namer.sync()))
     return node
 
 
-def _copy_parts(scop: Scop, buf: BufferPlan, rel: isl.Map, direction: str
-                ) -> list[tuple[str, isl.Map, int]]:
-    """(direction, set, width) of the copy statements of one buffer: the 16-byte
-    chunks (``v`` + direction) then the element remainder, or the whole set."""
+def _copy_parts(scop: Scop, buf: BufferPlan, rel: isl.Map, direction: str,
+                block: tuple[int, int, int]) -> list[tuple[str, isl.Map, ChunkSplit | None]]:
+    """(direction, set, thread split) of the copy statements of one buffer: its
+    16-byte chunks (``v`` + direction, :func:`chunk_domain`) or its elements."""
     if not buf.vector:
-        return [(direction, rel, 1)]
-    chunks, rest = split_vector(scop, buf, rel)
-    out = []
-    if chunks is not None:
-        out.append(("v" + direction, chunks, buf.vector))
-    if rest is not None:
-        out.append((direction, rest, 1))
-    return out
+        return [(direction, rel, None)]
+    return [("v" + direction, chunk_domain(buf, rel), chunk_split(block, buf.extents, buf.vector))]

@@ -92,9 +92,9 @@ OPTION_SPACE: tuple[Dimension, ...] = (
     # loop iterator of the rendered source (runner.program_source picks it)
     Dimension("localise", lambda r: r.randrange(1000) if r.random() < 0.15 else None,
               lambda v: ["--localise", f"@{v}"], code=True),
-    # 16-byte chunk copies (seed 002 §3.4, opt-in)
-    Dimension("vector", lambda r: r.choice((None, None, True)),
-              lambda v: ["--vector"], code=True),
+    # 16-byte chunk copies (seed 002 §3.4, on by default): element copies only
+    Dimension("vector", lambda r: r.choice((None, None, False)),
+              lambda v: ["--no-vector"], code=True),
 )
 
 
