@@ -257,8 +257,11 @@ class CLikePrinter:
         decl = self.program.arrays[array]
         parts = [self.aligned_base(array)]
         if decl.strides:
-            parts.append(f"({self.expr(decl.strides[-1])}) == 1")
-            parts += [f"({self.expr(st)}) % {width} == 0" for st in decl.strides[:-1]]
+            last, outer = decl.strides[-1], decl.strides[:-1]
+            if not (isinstance(last, Int) and last.value == 1):
+                parts.append(f"({self.expr(last)}) == 1")
+            parts += [f"({self.expr(st)}) % {width} == 0" for st in outer
+                      if not (isinstance(st, Int) and st.value % width == 0)]
         return " && ".join(parts)
 
     def stmt_if(self, s: kir.If, level: int) -> list[str]:

@@ -16,7 +16,7 @@ import islpy as isl
 
 from ..deps import Dependences
 from ..errors import PolymagicError
-from ..isl_util import OperationBudget
+from ..isl_util import OperationBudget, TimedOut, in_child
 from ..scop import Scop
 
 #: isl operations allowed per scheduling call before we give up (prevents hangs)
@@ -79,32 +79,72 @@ def _isl_schedule(scop: Scop, deps: Dependences, notes: list[str] | None = None
     once the parameter context is left out (fuzz finding 9): it is asked again
     without it (legal for every parameter value, so for those of the context too),
     and as a last resort the source order is used (always legal: the dependences
-    are those of that order) without parallelism, with a note."""
+    are those of that order) without parallelism, with a note.
+
+    The scheduler's integer programs do not count against isl's operation budget
+    and have run for minutes on a four-deep nest with skewed inner loops (fuzz
+    finding 32), so each attempt runs in a child process killed after
+    :data:`SCHEDULE_SECONDS`; past it, Feautrier's scheduler (isl's other algorithm,
+    one dimension per dependence level: far fewer integer programs) is asked."""
+    notes = notes if notes is not None else []
+    failure = None
+    for context in (scop.context, None):
+        try:
+            return _bounded_schedule(scop, deps, context, "isl")
+        except TimedOut:
+            failure = f"took more than {SCHEDULE_SECONDS:g} s"
+            break
+        except isl.Error as e:
+            if "number of operations exceeded" in str(e):
+                raise PolymagicError(
+                    "the polyhedral scheduler gave up on this function (too many operations); "
+                    f"simplify the loop nest or split it into several cells ({e})") from None
+            failure = str(e).split(" in isl_")[0]
+    try:
+        sched = _bounded_schedule(scop, deps, None, "feautrier")
+        notes.append(f"isl's scheduler failed ({failure}): Feautrier's scheduler used")
+        return sched
+    except (TimedOut, isl.Error):
+        pass
+    notes.append(f"isl's scheduler failed ({failure}): the loops run in source order, "
+                 "without parallelism")
+    return source_order(scop)
+
+
+#: wall-clock seconds one scheduler attempt may take (its ILPs ignore the op budget)
+SCHEDULE_SECONDS = 10.0
+
+
+def _bounded_schedule(scop: Scop, deps: Dependences, context: isl.Set | None,
+                      algorithm: str) -> isl.Schedule:
+    """isl's ``compute_schedule`` with ``algorithm`` ('isl' or 'feautrier') under
+    :data:`MAX_OPERATIONS`, first in a child process killed after
+    :data:`SCHEDULE_SECONDS`, then (it finished) here: the schedule is computed
+    twice (milliseconds for the examples), but the parent's is the very object
+    isl gives, not one read back from text.  Raises :class:`TimedOut` or
+    ``isl.Error``."""
     ctx = scop.context.get_ctx()
     configure(ctx)
     dom = scop.domain.intersect_params(scop.context)
     validity = deps.validity
-    failure = None
-    for context in (scop.context, None):
+
+    def compute() -> isl.Schedule:
         sc = isl.ScheduleConstraints.on_domain(dom)
         if context is not None:
             sc = sc.set_context(context)
         sc = sc.set_validity(validity)
         sc = sc.set_coincidence(validity)
         sc = sc.set_proximity(validity)
+        if algorithm == "feautrier":
+            ctx.set_schedule_algorithm(isl.schedule_algorithm.FEAUTRIER)
         try:
             with OperationBudget(ctx, MAX_OPERATIONS):
                 return sc.compute_schedule()
-        except isl.Error as e:
-            if "number of operations exceeded" in str(e):
-                raise PolymagicError(
-                    "the polyhedral scheduler gave up on this function (too many operations); "
-                    f"simplify the loop nest or split it into several cells ({e})") from None
-            failure = e
-    if notes is not None:
-        notes.append(f"isl's scheduler failed ({str(failure).split(' in isl_')[0]}): the "
-                     "loops run in source order, without parallelism")
-    return source_order(scop)
+        finally:
+            ctx.set_schedule_algorithm(isl.schedule_algorithm.ISL)
+
+    in_child(lambda: compute() is not None, SCHEDULE_SECONDS)
+    return compute()
 
 
 def source_order(scop: Scop) -> isl.Schedule:

@@ -1,0 +1,70 @@
+"""isl's scheduler under a wall-clock limit (fuzz finding 32): its integer programs
+ignore isl's operation budget, so each attempt runs in a child process first; past
+``SCHEDULE_SECONDS`` Feautrier's scheduler is asked, and past that too the source
+order is used.  Every fallback schedule must still map, run and match the CPU."""
+from __future__ import annotations
+
+import pytest
+
+from polymagic import schedule as S
+from polymagic.frontend import parse
+from polymagic.deps import compute_dependences
+from polymagic.options import Options
+from polymagic.pipeline import clear_caches, compile_source
+from polymagic.runtime.run import run
+from test_end_to_end import KERNELS, _source
+
+
+def _slow_isl(monkeypatch, also_feautrier: bool = False) -> None:
+    """Make the 'isl' algorithm (and, optionally, Feautrier's) time out."""
+    real = S._bounded_schedule
+
+    def bounded(scop, deps, context, algorithm):
+        if algorithm == "isl" or also_feautrier:
+            raise S.TimedOut("forced by the test")
+        return real(scop, deps, context, algorithm)
+    monkeypatch.setattr(S, "_bounded_schedule", bounded)
+    clear_caches()
+
+
+def test_child_probe_gives_isl_own_schedule():
+    """The schedule comes from the parent's own call, identical to a plain one."""
+    import islpy as isl
+    scop = parse(_source("jacobi-2d"), "c")
+    deps = compute_dependences(scop)
+    got = S._isl_schedule(scop, deps)
+    dom = scop.domain.intersect_params(scop.context)
+    sc = isl.ScheduleConstraints.on_domain(dom).set_context(scop.context)
+    sc = sc.set_validity(deps.validity).set_coincidence(deps.validity)
+    sc = sc.set_proximity(deps.validity)
+    assert str(got) == str(sc.compute_schedule())
+
+
+def test_a_slow_attempt_is_abandoned(monkeypatch):
+    """A limit below what the scheduler needs ends in the source order, with a note."""
+    monkeypatch.setattr(S, "SCHEDULE_SECONDS", 1e-4)
+    scop = parse(_source("gemm"), "c")
+    notes: list[str] = []
+    sched = S._isl_schedule(scop, compute_dependences(scop), notes)
+    assert notes and "source order" in notes[0] and "took more than" in notes[0]
+    assert str(sched) == str(S.source_order(scop))
+
+
+@pytest.mark.parametrize("name", ["gemm", "jacobi-2d", "fdtd-2d", "lu", "atax", "seidel-2d"])
+def test_feautrier_schedule_runs(monkeypatch, name):
+    _slow_isl(monkeypatch)
+    opts = Options(sizes=KERNELS[name][0], target="emulator")
+    compiled = compile_source(_source(name), opts)
+    assert any("Feautrier" in n for n in compiled.notes), compiled.notes
+    report = run(compiled, opts)
+    assert report.ok, report.message
+    clear_caches()
+
+
+def test_source_order_runs(monkeypatch):
+    _slow_isl(monkeypatch, also_feautrier=True)
+    opts = Options(sizes=KERNELS["jacobi-2d"][0], target="emulator")
+    compiled = compile_source(_source("jacobi-2d"), opts)
+    assert any("source order" in n for n in compiled.notes)
+    assert run(compiled, opts).ok
+    clear_caches()
