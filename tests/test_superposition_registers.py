@@ -10,30 +10,14 @@ accumulator.  Small read-only arrays the same for every thread (the Coulombic
 kernel's atoms) are read from ``__constant__`` memory.  NVRTC compiles the CUDA."""
 from __future__ import annotations
 
-import pathlib
-
 import pytest
 
-from polymagic import pipeline, schedule
 from polymagic.codegen.nvrtc import compile_cuda
 from polymagic.memory.counts import predict_for
 from polymagic.options import Options
 from polymagic.pipeline import compile_source
 from polymagic.runtime.run import run
-from test_superposition import DOITGEN3
-
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
-
-
-def _src(name: str) -> str:
-    return DOITGEN3 if name == "doitgen3" else (EXAMPLES / f"{name}.c").read_text()
-
-
-@pytest.fixture(autouse=True)
-def every_plan(monkeypatch):
-    """Use the superposed tree wherever it is legal, even without a coalescing gain."""
-    monkeypatch.setattr(schedule, "REQUIRE_GAIN", False)
-    monkeypatch.setattr(pipeline, "_CACHE", {})
+from test_superposition_shared import _src, every_plan  # noqa: F401 (autouse fixture)
 
 
 def _run(name: str, sizes: dict, **kw):

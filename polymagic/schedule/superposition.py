@@ -531,25 +531,24 @@ def _disjoint(ranked: list[Combo], limit: int) -> list[Combo]:
     return chosen
 
 
-def _kernels(items: list[Item]) -> list[Kernel]:
-    out: list[Kernel] = []
+def _found(items: list[Item], kind: type) -> list:
+    """The items of type ``kind`` among ``items`` and inside their step loops, in order."""
+    out: list = []
     for it in items:
-        if isinstance(it, Kernel):
+        if isinstance(it, kind):
             out.append(it)
         elif isinstance(it, StepLoop):
-            out.extend(_kernels(it.body))
+            out.extend(_found(it.body, kind))
     return out
+
+
+def _kernels(items: list[Item]) -> list[Kernel]:
+    return _found(items, Kernel)
 
 
 def _groups(items: list[Item]) -> list[ThreadGroup]:
     """The thread groups among ``items`` and inside their step loops, in order."""
-    out: list[ThreadGroup] = []
-    for it in items:
-        if isinstance(it, ThreadGroup):
-            out.append(it)
-        elif isinstance(it, StepLoop):
-            out.extend(_groups(it.body))
-    return out
+    return _found(items, ThreadGroup)
 
 
 def _any_group(items: list[Item], pred) -> bool:
