@@ -389,18 +389,23 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         loc = _reusing(scop, prefix, a, window, f"{kernel}: {a}", out.decisions)
         if loc is None:
             continue
-        index = None
+        index, s = None, None
         if loc.layout == "compact" and loc.constant_drift is not None \
                 and loc.rho.n_piece() <= COMPACT_PIECES:
-            s = loc.storage if loc.storage is not None else _at_sizes(
-                _storage_pw_aff(loc), sizes)
+            try:
+                s = loc.storage if loc.storage is not None else _at_sizes(
+                    _storage_pw_aff(loc), sizes)
+            except LocaliseError:    # |C(t)| not affine (fuzz finding 33): the box below
+                s = 0
             if s is None:
                 out.decisions.append(f"{kernel}: {a}: not localised (unbounded at these sizes)")
                 continue
-            index = [_modulo(loc.rho, loc.constant_drift[0], s, np_)]
-            exts, how = [s], f"compact placement, δ = {loc.constant_drift[0]}, modulo addressing"
-            if index[0].n_piece() > COMPACT_PIECES:   # ρ − δ·t mod s splits ρ's pieces
-                index = None
+            if s:
+                index = [_modulo(loc.rho, loc.constant_drift[0], s, np_)]
+                exts, how = [s], (f"compact placement, δ = {loc.constant_drift[0]}, "
+                                  "modulo addressing")
+                if index[0].n_piece() > COMPACT_PIECES:   # ρ − δ·t mod s splits ρ's pieces
+                    index = None
         if index is None:
             try:
                 box, _ = _box_index(loc.cached)
@@ -417,6 +422,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
             index = [_array_mod(loc.cached, d, e) for d, e in enumerate(exts)]
             how = ("bounding box addressed modulo its extents ("
                    + ("the drift is not constant)" if loc.constant_drift is None
+                      else "|C(t)| is not affine in the sizes)" if s == 0
                       else "ρ, or ρ modulo the storage, has too many pieces to print)"))
         lb = LocalBuffer(f"lc{kid}_{a}", a, scop.arrays[a].ctype, tuple(exts), loc, prefix,
                          index, 1, block, [(s.name, k) for s in scop.statements
