@@ -432,7 +432,17 @@ def _ilp(cans: list[Canonical]):
         st = isl.Set(text)
         if st.is_empty():
             return None
-        pt = st.lexmin().sample_point()
+        # min of (33), then any point at that minimum: isl's ILP answers in
+        # milliseconds where the lexmin of all unknowns (a parametric integer
+        # program) took up to 10 s a call (fuzz finding 34)
+        obj = isl.Aff.var_on_domain(isl.LocalSpace.from_space(st.get_space()),
+                                    isl.dim_type.set, 0)
+        best = st.min_val(obj)
+        if not best.is_int():
+            return None
+        pt = st.fix_val(isl.dim_type.set, 0, best).sample_point()
+        if pt.is_void():
+            return None
     except isl.Error:
         return None
     vals = [int(pt.get_coordinate_val(isl.dim_type.set, i).to_python())
