@@ -852,19 +852,33 @@ class _SuperMapper:
             return self.kernel(node, it)
         return self.thread_group(node, it)
 
-    def tiles_and_threads(self, k) -> tuple[list[int], tuple[int, int, int]]:
+    def default_block(self, k) -> tuple[int, int, int]:
+        """Threads per block of kernel ``k`` before a given tile caps them: ``--block``,
+        else :data:`DEFAULT_BLOCKS` for its thread groups' largest number of dims."""
         from .schedule.superposition import ThreadGroup
         groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
         n_thr = max((len(g.dims) for g in groups), default=0)
         if self.options.block:
-            blk = tuple((list(self.options.block) + [1, 1, 1])[:3])
-        else:
-            blk = tuple((list(DEFAULT_BLOCKS[n_thr]) + [1, 1, 1])[:3]) if n_thr else (1, 1, 1)
+            return tuple((list(self.options.block) + [1, 1, 1])[:3])
+        return tuple((list(DEFAULT_BLOCKS[n_thr]) + [1, 1, 1])[:3]) if n_thr else (1, 1, 1)
+
+    @staticmethod
+    def tied_axes(k) -> list[list[str]]:
+        """Per block loop of kernel ``k`` (outermost first), the thread axes on which a
+        (non-reduction) thread group runs that same loop: the tile of that block loop
+        is split over those threads (seed 003 §4.2, ``Θ_out`` tiled by ``TL``)."""
+        from .schedule.superposition import ThreadGroup
+        groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
+        return [[ax for g in groups if not g.reduction for d, ax in zip(g.dims, "xyz")
+                 if all(b.get(s) == v for s, v in d.items())] for b in k.block]
+
+    def tiles_and_threads(self, k) -> tuple[list[int], tuple[int, int, int]]:
+        from .schedule.superposition import ThreadGroup
+        groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
+        blk = self.default_block(k)
         tiles = []
         given = list(self.options.tile or ())
-        for j, b in enumerate(k.block):
-            axes = [ax for g in groups if not g.reduction for d, ax in zip(g.dims, "xyz")
-                    if all(b.get(s) == v for s, v in d.items())]
+        for j, (b, axes) in enumerate(zip(k.block, self.tied_axes(k))):
             if j < len(given):
                 tiles.append(given[j])
                 if not self.options.block:
@@ -1094,13 +1108,20 @@ class _SuperMapper:
         no statement has such a loop."""
         given = list(self.options.tile or ())[len(self.kernel_block):]
         size = given[0] if given else DEFAULT_SUB_TILE
-        out = {}
+        out = {s: f"floor(({lp})/{size})" if lp else "0"
+               for s, lp in self.free_loops(g).items()}
+        return out if any(v != "0" for v in out.values()) else None
+
+    def free_loops(self, g) -> dict[str, str | None]:
+        """Per statement of ``g``, its outermost loop that is neither a thread, a block
+        nor a step loop (the loop :meth:`sub_tile` tiles), None without one."""
+        out: dict[str, str | None] = {}
         for s in g.statements:
             used = {d[s][0] for d in g.dims} | {b[s][0] for b in self.kernel_block if s in b} | \
                 {st[s][0] for st in self.steps if s in st}
             free = [lp for lp in self.plan.nests[s].loops if lp[0] not in used]
-            out[s] = f"floor(({self._loop(free[0])})/{size})" if free else "0"
-        return out if any(v != "0" for v in out.values()) else None
+            out[s] = self._loop(free[0]) if free else None
+        return out
 
     def _tiles_legal(self, node: isl.ScheduleNode, members: list[dict[str, str]]) -> bool:
         """No dependence between two instances of one prefix (host, block tile, step

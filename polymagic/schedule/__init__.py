@@ -186,10 +186,6 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     restricted forms of §5.1 have no skewing: wavefronts stay with the single
     mapping).  Otherwise the single mapping is used and a note says why."""
     from .superposition import plan_superposition
-    if getattr(options, "tile_auto", False):
-        result.notes.append("--tile auto searches tiles of the single mapping: "
-                            "superposition not used")
-        return
     if getattr(options, "localise", None) is not None:
         result.notes.append("--localise works on the single mapping's kernels: "
                             "superposition not used")
