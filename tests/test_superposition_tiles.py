@@ -155,3 +155,64 @@ def test_tile_auto_cuda_compiles_with_nvrtc(monkeypatch):
         c = compile_source(_src(name), Options(sizes=sizes, tile_auto=True))
         assert c.schedule.use_superposition
         assert b".entry" in compile_cuda(c.cuda, "sm_90"), name
+
+
+# ---- per-thread tiles (--tile T:t) on the superposition's kernels ----------------------
+
+#: program -> (sizes, not multiples of the tiles; --tile levels; superposition forced)
+PER_THREAD = {
+    "jacobi-2d-alt": ({"tsteps": 3, "n": 37}, ((16,), (2,)), False),
+    "gemver": ({"n": 45}, ((32, 64), (2, 2)), False),
+    "gemm": ({"N": 37}, ((64, 64, 16), (4, 4)), True),
+    "doitgen3": ({"nr": 11, "nq": 10, "np": 13}, ((2, 8, 16), (1, 2)), True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PER_THREAD))
+def test_per_thread_tiles_keep_the_superposition(name, monkeypatch):
+    """Each thread computes t points of the block tile along the thread axis running
+    the block loop, strided by the block size: T/t threads there instead of T (one
+    point per thread), and the results match the CPU (shuffled and reversed orders)."""
+    sizes, levels, forced = PER_THREAD[name]
+    _force(monkeypatch, forced)
+    opts = Options(sizes=sizes, target="emulator", tile=levels[0], tile_levels=levels)
+    c = compile_source(_src(name), opts)
+    assert c.schedule.use_superposition
+    assert not any("points per thread" in n for n in c.notes)
+    assert "point(s) strided by the block size" in c.summary
+    if math.prod(levels[0][:len(levels[1])]) <= 1024:     # one point per thread fits
+        one = compile_source(_src(name), opts.with_(
+            tile_levels=(levels[0], (1,) * len(levels[1]))))
+        assert one.schedule.use_superposition
+        for k, p in c.mapping.plans.items():
+            q = one.mapping.plans[k]
+            assert math.prod(p.block) <= math.prod(q.block), (k, p.block, q.block)
+            if any(v > 1 for v in p.per_thread):
+                assert math.prod(p.block) < math.prod(q.block), (k, p.block, q.block)
+    assert any(v > 1 for p in c.mapping.plans.values() for v in p.per_thread)
+    for order in ("shuffle", "reverse"):
+        r = run(c, opts.with_(emu_order=order))
+        assert r.ok, f"{name}: {r.message}"
+
+
+def test_per_thread_tiles_threads_and_nvrtc(monkeypatch):
+    """gemm with its superposition forced, 64x64 block tiles of 4x4 points per thread:
+    16x16 threads, each j point 16 columns from the previous one (consecutive threads,
+    consecutive columns), and the CUDA compiles."""
+    from polymagic.codegen.nvrtc import compile_cuda
+    monkeypatch.setattr(schedule, "REQUIRE_GAIN", False)
+    levels = ((64, 64, 16), (4, 4))
+    c = compile_source(_src("gemm"), Options(sizes={"N": 256}, tile=levels[0],
+                                             tile_levels=levels))
+    (plan,) = c.mapping.plans.values()
+    assert plan.block == (16, 16, 1) and plan.per_thread == (4, 4)
+    assert "i→block.y (tile 64), j→block.x (tile 64)" in c.summary
+    assert b".entry" in compile_cuda(c.cuda, "sm_90")
+
+
+def test_per_thread_tiles_too_many_threads_is_a_user_error():
+    from polymagic.errors import OptionsError
+    levels = ((64,), (1,))     # 64 rows of i on thread.y beside 32 columns on thread.x
+    with pytest.raises(OptionsError, match="at most 1024"):
+        compile_source(_src("jacobi-2d-alt"), Options(sizes={"tsteps": 2, "n": 40},
+                                                      tile=levels[0], tile_levels=levels))
