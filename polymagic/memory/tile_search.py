@@ -916,8 +916,10 @@ def _min_blocks(model: TileModel) -> dict[str, int]:
     for k in model.kernels:
         if k.m and model.gpu.min_blocks:
             # a superposition kernel's thread loops that are not block loops give
-            # threads too (fixed_threads): tiles of one point still fill a warp
-            most = math.prod(k.extents[:k.m]) * k.fixed_threads // model.gpu.p_low
+            # threads too (fixed_threads): tiles of one point may still fill a warp,
+            # but there are no more blocks than points of the block loops
+            points = math.prod(k.extents[:k.m])
+            most = min(points, points * k.fixed_threads // model.gpu.p_low)
             out[k.name] = max(1, min(model.gpu.min_blocks, most))
     return out
 
