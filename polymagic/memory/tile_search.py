@@ -48,6 +48,7 @@ vector, plus a powers-of-two grid, is kept in ``TileSearchResult.candidates``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import multiprocessing
@@ -119,6 +120,16 @@ class Affine:
             return out
         v = self.const + sum(c * x for c, x in zip(self.coeffs, t))
         return int(v) if v.denominator == 1 else float(v)
+
+    @functools.cached_property
+    def _floats(self) -> tuple[float, tuple[tuple[int, float], ...]]:
+        return float(self.const), tuple((i, float(c)) for i, c in enumerate(self.coeffs) if c)
+
+    def real(self, t) -> float:
+        """Value at a real tile vector (a tuple of floats): the relaxed problem's
+        inner loop, without Fractions or arrays."""
+        c0, cs = self._floats
+        return c0 + sum(c * t[i] for i, c in cs)
 
     def text(self) -> str:
         terms = []
@@ -369,7 +380,7 @@ class TileModel:
 
     # -- relaxed (real-valued, log2 t) problem for SLSQP --
     def _relaxed(self, x: np.ndarray) -> tuple[float, list[float]]:
-        t = np.exp2(x)
+        t = tuple(float(v) for v in np.exp2(x))
         g = self.gpu
         cost = 0.0
         cons: list[float] = []
@@ -385,14 +396,14 @@ class TileModel:
             split = [2.0 ** -_softmin(0.0, math.log2(k.tied[j]) - x[j]) if j < len(k.tied)
                      and k.tied[j] else 1.0 for j in range(k.m)]
             for b in k.buffers:
-                tb = k.clamp(b, t[None])
-                nbytes += b.itemsize * math.prod(max(e(tb)[0], 0.5) for e in b.extents)
+                tb = k.clamp(b, t)
+                nbytes += b.itemsize * math.prod(max(e.real(tb), 0.5) for e in b.extents)
                 for out, sets in ((False, b.copy_in), (True, b.copy_out)):
                     if sets is not None:
                         fill = b.fill_out if out and b.fill_out is not None else b.fill
                         occ = fill * k.launches * math.prod(tiles[:k.r(b)]) * \
                             math.prod(split[j] for j in b.thread_tiles)
-                        vol = math.prod(max(e(tb)[0], 0.5) for e in sets)
+                        vol = math.prod(max(e.real(tb), 0.5) for e in sets)
                         cost += occ * (P * g.sync + vol * b.itemsize * g.per_byte / P)
             if k.buffers:
                 cons.append(math.log2(self.m_up) - math.log2(nbytes))
