@@ -852,22 +852,47 @@ class _SuperMapper:
             return self.kernel(node, it)
         return self.thread_group(node, it)
 
-    def tiles_and_threads(self, k) -> tuple[list[int], tuple[int, int, int]]:
+    def default_block(self, k) -> tuple[int, int, int]:
+        """Threads per block of kernel ``k`` before a given tile caps them: ``--block``,
+        else :data:`DEFAULT_BLOCKS` for its thread groups' largest number of dims."""
         from .schedule.superposition import ThreadGroup
         groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
         n_thr = max((len(g.dims) for g in groups), default=0)
         if self.options.block:
-            blk = tuple((list(self.options.block) + [1, 1, 1])[:3])
-        else:
-            blk = tuple((list(DEFAULT_BLOCKS[n_thr]) + [1, 1, 1])[:3]) if n_thr else (1, 1, 1)
+            return tuple((list(self.options.block) + [1, 1, 1])[:3])
+        return tuple((list(DEFAULT_BLOCKS[n_thr]) + [1, 1, 1])[:3]) if n_thr else (1, 1, 1)
+
+    @staticmethod
+    def tied_axes(k) -> list[list[str]]:
+        """Per block loop of kernel ``k`` (outermost first), the thread axes on which a
+        (non-reduction) thread group runs that same loop: the tile of that block loop
+        is split over those threads (seed 003 §4.2, ``Θ_out`` tiled by ``TL``)."""
+        from .schedule.superposition import ThreadGroup
+        groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
+        return [[ax for g in groups if not g.reduction for d, ax in zip(g.dims, "xyz")
+                 if all(b.get(s) == v for s, v in d.items())] for b in k.block]
+
+    def tiles_and_threads(self, k) -> tuple[list[int], tuple[int, int, int]]:
+        """Block tiles ``TL_k`` (``--tile``, else as many points as the threads of the
+        axis running the same loop) and threads per block of kernel ``k``.  Per-thread
+        tiles (``--tile T:t``, seed 000 §4.1): ``T_j / t_j`` threads on the axis
+        running block loop j, so each thread computes ``t_j`` points of the tile,
+        strided by the block size (the thread filter is cyclic) so that consecutive
+        threads still touch consecutive elements (seed 003's coalescing)."""
+        from .schedule.superposition import ThreadGroup
+        groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
+        blk = self.default_block(k)
         tiles = []
         given = list(self.options.tile or ())
-        for j, b in enumerate(k.block):
-            axes = [ax for g in groups if not g.reduction for d, ax in zip(g.dims, "xyz")
-                    if all(b.get(s) == v for s, v in d.items())]
+        per = per_thread_tile(self.options.tile_levels, self.options.block)
+        for j, (b, axes) in enumerate(zip(k.block, self.tied_axes(k))):
             if j < len(given):
                 tiles.append(given[j])
-                if not self.options.block:
+                if per is not None:
+                    pts = per[j] if j < len(per) else 1
+                    blk = tuple(max(1, given[j] // pts) if a in axes else n
+                                for a, n in zip("xyz", blk))
+                elif not self.options.block:
                     # a given tile smaller than the default threads: as many threads as
                     # points (the single mapping's B ≤ T), not idle ones
                     blk = tuple(min(n, given[j]) if a in axes else n
@@ -877,7 +902,18 @@ class _SuperMapper:
                 tiles.append(1)     # block.x: one point of a tree reduction's outer loop
                 continue
             tiles.append(max([blk["xyz".index(a)] for a in axes] + [1]) if axes else 32)
+        if per is not None and math.prod(blk) > 1024:
+            raise OptionsError(f"--tile: block tiles {tiles[:len(k.block)]} with {list(per)} "
+                               f"points per thread give {'x'.join(map(str, blk))} threads per "
+                               "block on the superposition's kernel, at most 1024")
         return tiles, blk
+
+    def points_per_thread(self, k, tiles: list[int], blk: tuple[int, int, int]
+                          ) -> tuple[int, ...]:
+        """Points of the block tile each thread computes along each block loop: ⌈T/B⌉
+        on the axis running that loop, 1 on a block loop no thread axis runs."""
+        return tuple(max([-(-t // blk["xyz".index(a)]) for a in axes] + [1])
+                     for t, axes in zip(tiles, self.tied_axes(k)))
 
     def kernel(self, node: isl.ScheduleNode, k) -> isl.ScheduleNode:
         name = f"{MARK_PREFIX}{len(self.plans)}"
@@ -930,9 +966,13 @@ class _SuperMapper:
             node = self.items(node, k.body, True)
             self.memory.registers(k, domain, point, n_host, tiles)
         mem, self.memory = self.memory.result(), None
-        self.plans[name] = KernelPlan(name, members, [], list(k.statements), memory=mem,
-                                      threads=blk, text=self.summary(k, tiles, blk),
-                                      member_points=False)
+        plan = KernelPlan(name, members, [], list(k.statements), memory=mem,
+                          threads=blk, text=self.summary(k, tiles, blk), member_points=False)
+        if per_thread_tile(self.options.tile_levels, self.options.block) is not None:
+            plan.per_thread = self.points_per_thread(k, tiles, blk)
+            plan.text += "; per thread: " + " x ".join(map(str, plan.per_thread)) + \
+                " point(s) strided by the block size"
+        self.plans[name] = plan
         return node.insert_mark(isl.Id(name))
 
     @staticmethod
@@ -1094,13 +1134,20 @@ class _SuperMapper:
         no statement has such a loop."""
         given = list(self.options.tile or ())[len(self.kernel_block):]
         size = given[0] if given else DEFAULT_SUB_TILE
-        out = {}
+        out = {s: f"floor(({lp})/{size})" if lp else "0"
+               for s, lp in self.free_loops(g).items()}
+        return out if any(v != "0" for v in out.values()) else None
+
+    def free_loops(self, g) -> dict[str, str | None]:
+        """Per statement of ``g``, its outermost loop that is neither a thread, a block
+        nor a step loop (the loop :meth:`sub_tile` tiles), None without one."""
+        out: dict[str, str | None] = {}
         for s in g.statements:
             used = {d[s][0] for d in g.dims} | {b[s][0] for b in self.kernel_block if s in b} | \
                 {st[s][0] for st in self.steps if s in st}
             free = [lp for lp in self.plan.nests[s].loops if lp[0] not in used]
-            out[s] = f"floor(({self._loop(free[0])})/{size})" if free else "0"
-        return out if any(v != "0" for v in out.values()) else None
+            out[s] = self._loop(free[0]) if free else None
+        return out
 
     def _tiles_legal(self, node: isl.ScheduleNode, members: list[dict[str, str]]) -> bool:
         """No dependence between two instances of one prefix (host, block tile, step
@@ -1419,10 +1466,9 @@ def map_schedule(scop: Scop, sched: ScheduleResult, options: Options) -> Mapping
 
 
 def _superposed(sched: ScheduleResult, options: Options) -> bool:
-    """Whether the seed 003 superposition maps this program.  Per-thread tiles
-    (``--tile T:t``) exist only in the single mapping, which they then select."""
-    return options.mapping == "superposition" and getattr(sched, "use_superposition", False) \
-        and per_thread_tile(options.tile_levels) is None
+    """Whether the seed 003 superposition maps this program (per-thread tiles,
+    ``--tile T:t``, included: :meth:`_SuperMapper.tiles_and_threads`)."""
+    return options.mapping == "superposition" and getattr(sched, "use_superposition", False)
 
 
 def _mapped_param_space(scop: Scop) -> isl.Space:
@@ -1496,10 +1542,6 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
     summary = f"{host}{len(program.kernels)} kernel(s), {len(launches)} launch site(s): {blocks}"
     notes = [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
     notes = list(getattr(sched, "notes", [])) + notes
-    if getattr(sched, "use_superposition", False) and not _superposed(sched, options) \
-            and options.mapping == "superposition":
-        notes.append("--tile with points per thread: single mapping used (the superposition "
-                     "has no per-thread tiles)")
     notes += [d for plan in mapping.plans.values() if plan.local for d in plan.local.decisions]
     if options.localise is not None and not any(p.local for p in mapping.plans.values()):
         notes.append(f"--localise {options.localise[0]}: no kernel runs a sequential loop "

@@ -151,16 +151,18 @@ def test_kernels_mapping_fewer_loops_take_the_leading_sizes():
     assert (8, 16, 1) in blocks and (16, 1, 1) in blocks
 
 
-def test_per_thread_tiles_select_the_single_mapping():
-    """Superposition (seed 003) has no per-thread tiles: jacobi-2d-alt, which it maps
-    by default, gets the single mapping, and still matches the CPU."""
+def test_per_thread_tiles_keep_the_superposition():
+    """jacobi-2d-alt, which the superposition (seed 003) maps by default, keeps it with
+    per-thread tiles: its block loop i (on thread.y) gets 32 / 2 = 16 threads, each
+    computing 2 rows strided by 16, and still matches the CPU."""
     sizes = {"tsteps": 3, "n": 37}
     c0 = compile_source(_src("jacobi-2d-alt"), Options(sizes=sizes, target="emulator"))
     assert any(n.startswith("superposition: better coalescing") for n in c0.notes)
     c, r, _ = _compile_run("jacobi-2d-alt", sizes, ((32, 32), (2, 4)))
-    assert "--tile with points per thread: single mapping used (the superposition has no " \
-        "per-thread tiles)" in c.notes
-    assert "per thread: 2 points" in c.summary
+    assert c.schedule.use_superposition
+    assert not any("points per thread" in n for n in c.notes)
+    assert "per thread: 2 point(s) strided by the block size" in c.summary
+    assert c.program.kernels["kernel0"].block == (32, 16, 1)
 
 
 def test_per_thread_tiles_without_shared_memory():

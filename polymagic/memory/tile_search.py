@@ -48,6 +48,7 @@ vector, plus a powers-of-two grid, is kept in ``TileSearchResult.candidates``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import math
 import multiprocessing
@@ -120,6 +121,16 @@ class Affine:
         v = self.const + sum(c * x for c, x in zip(self.coeffs, t))
         return int(v) if v.denominator == 1 else float(v)
 
+    @functools.cached_property
+    def _floats(self) -> tuple[float, tuple[tuple[int, float], ...]]:
+        return float(self.const), tuple((i, float(c)) for i, c in enumerate(self.coeffs) if c)
+
+    def real(self, t) -> float:
+        """Value at a real tile vector (a tuple of floats): the relaxed problem's
+        inner loop, without Fractions or arrays."""
+        c0, cs = self._floats
+        return c0 + sum(c * t[i] for i, c in cs)
+
     def text(self) -> str:
         terms = []
         for i, c in enumerate(self.coeffs):
@@ -142,7 +153,13 @@ class BufferModel:
     copy_in: tuple[Affine, ...] | None      # box of one block's copy-in set (V^in)
     copy_out: tuple[Affine, ...] | None     # box of one block's copy-out set (V^out)
     fill: float = 1.0                       # planner's copies / launches × tiles (< 1:
-                                            # non-rectangular tile space), at the held-out t
+                                            # non-rectangular tile space), at the held-out t;
+                                            # superposition: × step loops, thread tiles
+    fill_out: float | None = None           # the same for its copy-out (None: ``fill``)
+    r: int | None = None                    # tile loops around its copies (None: by level)
+    thread_tiles: tuple[int, ...] = ()      # block members j whose tile is split into
+                                            # ⌈t_j/B_j⌉ thread tiles, one copy each
+                                            # (superposition, seed 003 §4.2)
 
     def describe(self) -> str:
         ext = "][".join(e.text() for e in self.extents)
@@ -160,6 +177,15 @@ class KernelModel:
     hi: tuple[int, ...]                     # largest value
     launches: int                           # host-loop iterations (kernel launches)
     buffers: list[BufferModel] = field(default_factory=list)
+    #: threads on the axes no block-tile member caps (superposition: a thread loop that
+    #: is not a block loop, jacobi-2d-alt's j); P = fixed_threads · Π min(B_j, t_j)
+    fixed_threads: int = 1
+    #: per block member, the threads of the thread axis running the same loop (the
+    #: thread tiles of a superposition kernel: ⌈t_j/tied_j⌉ per block), 0: none
+    tied: tuple[int, ...] = ()
+    defaults: tuple[int, ...] = ()          # the mapping's own sizes without --tile
+    superposed: bool = False                # a seed 003 superposition kernel
+    given_block: bool = False               # --block given: threads not capped by tiles
 
     @property
     def extents(self) -> tuple[int, ...]:
@@ -168,7 +194,51 @@ class KernelModel:
 
     def r(self, b: BufferModel) -> int:
         """Number of tile loops around the buffer's copies (r_k of §4.3)."""
+        if b.r is not None:
+            return b.r
         return self.m if b.level == "block" else self.m + self.s
+
+    def occurrences(self, b: BufferModel, tiles: list, t, out: bool = False) -> object:
+        """N of §4.3 for buffer ``b``'s copy-in (``out``: copy-out): launches × the
+        tiles of its r_k enclosing tile loops × (superposition) the thread tiles of
+        each block tile, scaled by ``b.fill`` (``b.fill_out``); ``tiles`` and ``t``
+        are ints, floats or arrays alike."""
+        fill = b.fill_out if out and b.fill_out is not None else b.fill
+        n = fill * self.launches
+        for j in range(self.r(b)):
+            n = n * tiles[j]
+        for j in b.thread_tiles:
+            n = n * _ceil_div(t[j], self.tied[j])
+        return n
+
+    def clamp(self, b: BufferModel, t):
+        """The tile vector a buffer's extents are affine in: a thread-tile buffer spans
+        at most one thread tile along a split block loop, ``min(t_j, B_j)``."""
+        if not b.thread_tiles:
+            return t
+        if isinstance(t, np.ndarray):
+            t = t.copy()
+            for j in b.thread_tiles:
+                t[..., j] = np.minimum(t[..., j], self.tied[j])
+            return t
+        return tuple(min(v, self.tied[j]) if j in b.thread_tiles else v
+                     for j, v in enumerate(t))
+
+    def split_vars(self) -> list[int]:
+        """Block members split into thread tiles by a buffer of this kernel."""
+        return sorted({j for b in self.buffers for j in b.thread_tiles})
+
+    def aligned(self, j: int, t):
+        """Thread tiles of member j align with its block tiles (the model's extents
+        and ⌈t/B⌉ are exact): t ≤ B (the tile caps the threads; with --block only
+        when t divides B) or a multiple of B."""
+        b = self.tied[j]
+        small = (b % t == 0) if self.given_block else (t <= b)
+        return small | (t % b == 0)
+
+    def threads_at(self, t) -> int:
+        """P of §4.3: threads per block at an integer tile vector."""
+        return self.fixed_threads * math.prod(min(bj, t[j]) for j, bj in enumerate(self.block))
 
 
 @dataclass
@@ -199,17 +269,21 @@ class TileModel:
                 t = T[:, j]
                 tiles.append((np.floor_divide(k.hi[j], t) - np.floor_divide(k.lo[j], t) + 1)
                              .astype(float))
-            P = np.ones(len(T))
+            P = np.full(len(T), float(k.fixed_threads))
             for j in range(k.m):
                 P = P * np.minimum(k.block[j], Tf[:, j])
             blocks = np.prod(np.array(tiles[:k.m]), axis=0)
             nbytes = np.zeros(len(T))
+            cols = [Tf[:, j] for j in range(Tf.shape[1])]
+            for j in k.split_vars():
+                ok &= k.aligned(j, T[:, j])
             for b in k.buffers:
-                occ = b.fill * k.launches * np.prod(np.array(tiles[:k.r(b)]), axis=0)
-                nbytes += b.itemsize * np.prod([e(Tf) for e in b.extents], axis=0)
-                for sets in (b.copy_in, b.copy_out):
+                Tb = k.clamp(b, Tf)
+                nbytes += b.itemsize * np.prod([e(Tb) for e in b.extents], axis=0)
+                for out, sets in ((False, b.copy_in), (True, b.copy_out)):
                     if sets is not None:
-                        vol = np.prod([np.maximum(e(Tf), 0) for e in sets], axis=0)
+                        occ = k.occurrences(b, tiles, cols, out) * np.ones(len(T))
+                        vol = np.prod([np.maximum(e(Tb), 0) for e in sets], axis=0)
                         cost += occ * (P * g.sync + vol * b.itemsize * g.per_byte / P)
             max_bytes = np.maximum(max_bytes, nbytes)
             min_threads = np.minimum(min_threads, P)
@@ -249,6 +323,10 @@ class TileModel:
         for k in self.kernels:
             if not k.m:
                 continue
+            for j in k.split_vars():
+                if not k.aligned(j, t[j]):
+                    out.append(f"{k.name}: t{j}={t[j]} splits unevenly into thread tiles "
+                               f"of {k.tied[j]}")
             if sb[k.name] > self.m_up:
                 out.append(f"{k.name}: buffers {sb[k.name]} B > M_up {self.m_up} B")
             p = self.threads(t)[k.name]
@@ -263,11 +341,11 @@ class TileModel:
 
     def extents(self, t) -> dict[tuple[str, str], tuple[int, ...]]:
         """Predicted buffer extents at an integer tile vector."""
-        return {(k.name, b.name): tuple(e(t) for e in b.extents)
+        return {(k.name, b.name): tuple(e(k.clamp(b, t)) for e in b.extents)
                 for k in self.kernels for b in k.buffers}
 
     def buffer_bytes(self, t) -> dict[tuple[str, str], int]:
-        return {(k.name, b.name): b.itemsize * math.prod(e(t) for e in b.extents)
+        return {(k.name, b.name): b.itemsize * math.prod(e(k.clamp(b, t)) for e in b.extents)
                 for k in self.kernels for b in k.buffers}
 
     def shared_bytes(self, t) -> dict[str, int]:
@@ -280,8 +358,9 @@ class TileModel:
         out = {}
         for k in self.kernels:
             for b in k.buffers:
-                vi = math.prod(e(t) for e in b.copy_in) if b.copy_in is not None else 0
-                vo = math.prod(e(t) for e in b.copy_out) if b.copy_out is not None else 0
+                tb = k.clamp(b, t)
+                vi = math.prod(e(tb) for e in b.copy_in) if b.copy_in is not None else 0
+                vo = math.prod(e(tb) for e in b.copy_out) if b.copy_out is not None else 0
                 out[(k.name, b.name)] = (vi, vo)
         return out
 
@@ -290,20 +369,18 @@ class TileModel:
 
     def occurrences(self, t) -> dict[tuple[str, str], int]:
         """N of §4.3 per buffer: launches × tiles of the r_k enclosing tile loops."""
-        return {(k.name, b.name): round(b.fill * k.launches *
-                                        math.prod(self.tiles(k, t)[:k.r(b)]))
+        return {(k.name, b.name): round(k.occurrences(b, self.tiles(k, t), t))
                 for k in self.kernels for b in k.buffers}
 
     def threads(self, t) -> dict[str, int]:
-        return {k.name: math.prod(min(bj, t[j]) for j, bj in enumerate(k.block))
-                for k in self.kernels}
+        return {k.name: k.threads_at(t) for k in self.kernels}
 
     def blocks(self, t) -> dict[str, int]:
         return {k.name: math.prod(self.tiles(k, t)[:k.m]) for k in self.kernels}
 
     # -- relaxed (real-valued, log2 t) problem for SLSQP --
     def _relaxed(self, x: np.ndarray) -> tuple[float, list[float]]:
-        t = np.exp2(x)
+        t = tuple(float(v) for v in np.exp2(x))
         g = self.gpu
         cost = 0.0
         cons: list[float] = []
@@ -311,15 +388,22 @@ class TileModel:
             if not k.m:
                 continue
             tiles = [(k.hi[j] - k.lo[j]) / t[j] + 1.0 for j in range(k.m + k.s)]
-            logp = sum(_softmin(math.log2(k.block[j]), x[j]) for j in range(k.m))
+            logp = math.log2(k.fixed_threads) + sum(_softmin(math.log2(k.block[j]), x[j])
+                                                    for j in range(k.m))
             P = 2.0 ** logp
             nbytes = 0.0
+            # ⌈t/B⌉ relaxed to a smooth max(1, t/B)
+            split = [2.0 ** -_softmin(0.0, math.log2(k.tied[j]) - x[j]) if j < len(k.tied)
+                     and k.tied[j] else 1.0 for j in range(k.m)]
             for b in k.buffers:
-                occ = b.fill * k.launches * math.prod(tiles[:k.r(b)])
-                nbytes += b.itemsize * math.prod(max(e(t[None])[0], 0.5) for e in b.extents)
-                for sets in (b.copy_in, b.copy_out):
+                tb = k.clamp(b, t)
+                nbytes += b.itemsize * math.prod(max(e.real(tb), 0.5) for e in b.extents)
+                for out, sets in ((False, b.copy_in), (True, b.copy_out)):
                     if sets is not None:
-                        vol = math.prod(max(e(t[None])[0], 0.5) for e in sets)
+                        fill = b.fill_out if out and b.fill_out is not None else b.fill
+                        occ = fill * k.launches * math.prod(tiles[:k.r(b)]) * \
+                            math.prod(split[j] for j in b.thread_tiles)
+                        vol = math.prod(max(e.real(tb), 0.5) for e in sets)
                         cost += occ * (P * g.sync + vol * b.itemsize * g.per_byte / P)
             if k.buffers:
                 cons.append(math.log2(self.m_up) - math.log2(nbytes))
@@ -329,6 +413,13 @@ class TileModel:
             if need:
                 cons.append(sum(math.log2(v) for v in tiles[:k.m]) - math.log2(need))
         return math.log(max(cost, 1e-300)), cons
+
+
+def _ceil_div(t, b: int):
+    """⌈t/b⌉ of an int, a float or an array of them (b ≥ 1)."""
+    if isinstance(t, np.ndarray):
+        return np.ceil(t / b)
+    return -(-t // b) if isinstance(t, int) else math.ceil(t / b)
 
 
 def _softmin(a: float, b: float, k: float = 8.0) -> float:
@@ -352,8 +443,70 @@ class _Recorder(_mapping._Mapper):
         return super().parallel_kernel(node)
 
 
-def _map(scop, sched, options) -> _Recorder:
-    """What :func:`polymagic.mapping.map_schedule` does, keeping the recorder."""
+class _SuperRecorder(_mapping._SuperMapper):
+    """The superposition's own mapper (seed 003 §4.2), remembering per kernel what
+    seed 000 §4.3's model needs: its domain and host prefix, the block loops
+    ``Θ_out`` before they are tiled by ``TL_k``, the loop sub-tiled inside its thread
+    groups, the thread axes tied to each block loop, its default sizes, and per
+    thread-tile buffer (:meth:`_SuperMemory.plan_group`) the block loops whose tiles
+    its thread tiles split and whether its copies sit inside the sub-tile loop."""
+
+    def __init__(self, scop, plan, options):
+        super().__init__(scop, plan, options)
+        self.bands: dict[str, dict] = {}
+        self._info: dict = {}
+        self._chunk = None
+
+    def kernel(self, node, k):
+        name = f"{_mapping.MARK_PREFIX}{len(self.plans)}"
+        domain = node.get_domain()
+        plain = self.options
+        self.options = plain.with_(tile=None, tile_levels=())
+        defaults, _ = self.tiles_and_threads(k)
+        self.options = plain
+        self._info = {
+            "domain": domain, "statements": list(k.statements),
+            "host": node.get_prefix_schedule_union_map().intersect_domain(domain),
+            "block": (self._mupa([{s: self._loop(b[s]) for s in k.statements}
+                                  for b in k.block]) if k.block else None),
+            "sub": {}, "bufs": {}, "tied": self.tied_axes(k),
+            "default_block": self.default_block(k), "defaults": tuple(defaults)}
+        node = super().kernel(node, k)
+        self.bands[name] = self._info
+        return node
+
+    def thread_tiles(self, node, g):
+        chunk = super().thread_tiles(node, g)
+        self._chunk = chunk
+        return chunk
+
+    def thread_group(self, node, g):
+        mem = self.memory
+        n0 = len(mem.mem.buffers) if mem is not None else 0
+        self._chunk = None
+        free = self.free_loops(g)
+        node = super().thread_group(node, g)
+        if mem is None or self._chunk is None or len(mem.mem.buffers) == n0:
+            return node
+        sub = self._chunk.dim(isl.dim_type.set) > len(g.dims)
+        tied = tuple(j for j, b in enumerate(self.kernel_block)
+                     if any(all(b.get(s) == d[s] for s in g.statements) for d in g.dims))
+        for b in mem.mem.buffers[n0:]:
+            self._info["bufs"][b.name] = (tied, sub)
+        if sub:
+            self._info["sub"].update({s: lp for s, lp in free.items() if lp})
+        return node
+
+
+def _map(scop, sched, options):
+    """What :func:`polymagic.mapping.map_schedule` does, keeping the recorder
+    (:class:`_SuperRecorder` where the superposition maps the program)."""
+    if _mapping._superposed(sched, options):
+        mapper = _SuperRecorder(scop, sched.superposition, options)
+        dom = mapper.domain().align_params(_mapping._mapped_param_space(scop))
+        mapper.items(isl.Schedule.from_domain(dom).get_root().child(0),
+                     sched.superposition.items, False)
+        return mapper
     mapper = _Recorder(scop, options)
     root = sched.schedule.align_params(_mapping._mapped_param_space(scop)).get_root()
     if root.n_children():
@@ -410,27 +563,42 @@ def _sample(tile: tuple[int, ...], bands: bool = False, counts: bool = False) ->
                          keep_register_buffers=True, vector=False)
     mapper = _map(scop, sched, opts)
     out: dict = {"tile": tuple(tile), "kernels": {}}
+    superposed = isinstance(mapper, _SuperRecorder)
     for name, plan in mapper.plans.items():
         if not plan.members:
             continue
         mem = plan.memory
+        info = mapper.bands[name] if superposed else None
         kd = {"m": len(plan.members), "s": len(plan.sub_tiles),
-              "threads": tuple(mm.threads for mm in plan.members),
+              "threads": math.prod(plan.block), "superposed": superposed,
               "dropped": any(" dropped: " in d for d in (mem.decisions if mem else [])),
               "buffers": {}}
+        if superposed:
+            kd["s"] = int(any(sub for _, sub in info["bufs"].values()))
+            kd.update(_super_threads(info, options, kd["m"]))
         for b in (mem.buffers if mem else []):
-            occ = None
+            occ = occ_in = occ_out = None
             if counts:
                 rel = b.copy_in if b.copy_in is not None else b.copy_out
                 occ = _card(_fix(rel.domain(), sizes)) if rel is not None else None
+                if superposed:
+                    occ_in = occ if b.copy_in is not None else None
+                    occ_out = (_card(_fix(b.copy_out.domain(), sizes))
+                               if b.copy_out is not None else None)
             kd["buffers"][b.name] = {
                 "array": b.array, "level": b.level,
                 "itemsize": int(np.dtype(DTYPES[b.ctype]).itemsize),
                 "extents": tuple(b.extents),
                 "in": _box_extents(b.copy_in) if b.copy_in is not None else None,
                 "out": _box_extents(b.copy_out) if b.copy_out is not None else None,
-                "occ": occ}
-        if bands:
+                "occ": occ, "occ_in": occ_in, "occ_out": occ_out}
+            if superposed:
+                tied, sub = info["bufs"].get(b.name, ((), False))
+                kd["buffers"][b.name].update(
+                    r=kd["m"] + (1 if sub else 0), tt=tied)
+        if bands and superposed:
+            kd.update(_super_band(scop, mapper, info, kd, sizes))
+        elif bands:
             full, domain, host = mapper.bands[name]
             n = kd["m"] + kd["s"]
             rng = isl.UnionMap.from_multi_union_pw_aff(full).intersect_domain(domain).range()
@@ -447,6 +615,94 @@ def _sample(tile: tuple[int, ...], bands: bool = False, counts: bool = False) ->
                 scop.context.align_params(sets[0].get_space())), sizes)) if sets else 0)
         out["kernels"][name] = kd
     return out
+
+
+def _split_design(b: int) -> tuple[int, int, int]:
+    """Base, step and held-out sizes of a block loop split into thread tiles of ``b``
+    threads: where the thread tiles align with the block tiles (t | b or b | t), the
+    held-out point at ``b`` itself (the extents are affine in ``min(t, b)``)."""
+    if b >= 4:
+        return (b // 4, b // 2, b)
+    return (1, b, 2 * b) if b > 1 else (1, 2, 3)
+
+
+def _tied_vars(scop, sched, options: Options) -> dict[int, int]:
+    """Tile variables that some superposition kernel splits into thread tiles (a
+    block loop its thread groups also run on a thread axis), with the fewest threads
+    on such an axis."""
+    mapper = _mapping._SuperMapper(scop, sched.superposition, options)
+    out: dict[int, int] = {}
+    for k in sched.superposition.kernels():
+        blk = mapper.default_block(k)
+        for j, axes in enumerate(mapper.tied_axes(k)):
+            for a in axes:
+                b = blk["xyz".index(a)]
+                out[j] = min(out.get(j, b), b)
+    return out
+
+
+def _super_threads(info: dict, options: Options, m: int) -> dict:
+    """Threads of a superposition kernel as the model's ``P = fixed · Π min(B_j, t_j)``
+    (:meth:`_mapping._SuperMapper.tiles_and_threads`: without ``--block`` a block
+    loop's tile caps the threads of the axis running the same loop), and per block
+    loop the threads of that axis (its thread tiles).  ``caps`` None: a block loop
+    on several thread axes, or an axis tied to several block loops (not modelled)."""
+    blk = info["default_block"]
+    tied = [0] * m
+    caps: list[int] | None = [1] * m
+    fixed = 1
+    owners: dict[str, list[int]] = {}
+    for j, axes in enumerate(info["tied"]):
+        for a in axes:
+            owners.setdefault(a, []).append(j)
+        if axes:
+            tied[j] = blk["xyz".index(axes[0])]
+    if options.block:
+        fixed = math.prod(blk)
+    else:
+        for a, n in zip("xyz", blk):
+            js = sorted(set(owners.get(a, [])))
+            if not js:
+                fixed *= n
+            elif len(js) == 1 and len(set(info["tied"][js[0]])) == 1:
+                caps[js[0]] = n
+            else:
+                caps = None
+                break
+    return {"caps": tuple(caps) if caps is not None else None, "fixed": fixed,
+            "tied": tuple(tied), "defaults": info["defaults"]}
+
+
+def _super_band(scop, mapper, info: dict, kd: dict, sizes: dict) -> dict:
+    """lo/hi of a superposition kernel's block loops ``Θ_out`` (and of the loop its
+    thread groups sub-tile), and its launches (points of the host prefix)."""
+    def bounds(mupa, dom) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        um = isl.UnionMap.from_multi_union_pw_aff(mupa).intersect_domain(dom)
+        rng = um.range()
+        if rng.is_empty():
+            return None
+        st = isl.Set.from_union_set(rng)
+        st = _fix(st.intersect_params(scop.context.align_params(st.get_space())), sizes)
+        if st.is_empty():
+            return None
+        n = st.dim(isl.dim_type.set)
+        return (tuple(st.dim_min_val(j).to_python() for j in range(n)),
+                tuple(st.dim_max_val(j).to_python() for j in range(n)))
+    lo: tuple[int, ...] = ()
+    hi: tuple[int, ...] = ()
+    b = bounds(info["block"], info["domain"]) if info["block"] is not None else None
+    lo, hi = b if b is not None else ((0,) * kd["m"], (-1,) * kd["m"])
+    if kd["s"]:
+        sub = info["sub"]
+        dom = info["domain"].intersect(mapper._filter(list(sub)))
+        b = bounds(mapper._mupa([sub]), dom)
+        lo, hi = lo + (b[0] if b else (0,)), hi + (b[1] if b else (-1,))
+    hp = info["host"].range()
+    sets: list[isl.Set] = []
+    hp.foreach_set(sets.append)
+    launches = (_card(_fix(sets[0].intersect_params(
+        scop.context.align_params(sets[0].get_space())), sizes)) if sets else 0)
+    return {"lo": lo, "hi": hi, "launches": launches}
 
 
 def _run_samples(points: list[tuple[int, ...]], flags: list[dict], workers: int) -> list[dict]:
@@ -495,7 +751,8 @@ def _fit_buffers(samples: list[dict], points: list[tuple[int, ...]], held: dict
             per = [smp["kernels"][name]["buffers"][bname] for smp in samples]
             hb = held["kernels"][name]["buffers"][bname]
             for other in per + [hb]:
-                if (other["level"], other["array"]) != (bd["level"], bd["array"]):
+                if (other["level"], other["array"], other.get("r"), other.get("tt")) != \
+                        (bd["level"], bd["array"], bd.get("r"), bd.get("tt")):
                     raise FitError(f"{name}: {bname} changes level with the tile sizes")
             fitted = {}
             for key in ("extents", "in", "out"):
@@ -506,7 +763,10 @@ def _fit_buffers(samples: list[dict], points: list[tuple[int, ...]], held: dict
                     raise FitError(f"{name}: {bname}: {key} unbounded or of changing rank")
                 affs = tuple(_fit(points, [o[key][d] for o in per])
                              for d in range(len(bd[key])))
-                pred = tuple(a(held["tile"]) for a in affs)
+                # a thread-tile buffer spans min(t_j, B_j) along a split block loop
+                at = tuple(min(v, kd["tied"][j]) if j in (bd.get("tt") or ()) else v
+                           for j, v in enumerate(held["tile"]))
+                pred = tuple(a(at) for a in affs)
                 if pred != tuple(hb[key]):
                     what = {"extents": "extents", "in": "copy-in box", "out": "copy-out box"}
                     raise FitError(
@@ -515,7 +775,8 @@ def _fit_buffers(samples: list[dict], points: list[tuple[int, ...]], held: dict
                         f"{list(hb[key])}")
                 fitted[key] = affs
             bufs.append(BufferModel(name, bname, bd["array"], bd["level"], bd["itemsize"],
-                                    fitted["extents"], fitted["in"], fitted["out"]))
+                                    fitted["extents"], fitted["in"], fitted["out"],
+                                    r=bd.get("r"), thread_tiles=tuple(bd.get("tt") or ())))
         kernels.append((name, kd, bufs))
     return kernels
 
@@ -540,18 +801,27 @@ def fit_model(scop, sched, options: Options, sizes: dict, gpu: GpuModel = H100,
     # the buffers' sizes do not depend on M_up: sample under the planner's own limit
     # so that no buffer is dropped at the sample points
     _WORK = (scop, sched, options.with_(shared_mem=STATIC_SHARED_LIMIT), sizes)
+    superposed = _mapping._superposed(sched, options)
+    tied = _tied_vars(scop, sched, options) if superposed else {}
     try:
         for scale in (8, 4):
-            first = _sample((scale,) * max(depth, 1), bands=True)
+            # base, step and held-out size per variable; a block loop split into thread
+            # tiles (superposition) is sampled where they align (_split_design)
+            design = [_split_design(tied[j]) if j in tied else
+                      (scale, 2 * scale, scale + scale // 2 * (j + 1))
+                      for j in range(max(depth, 1))]
+            # the superposition's copies are also counted at the base point: its N
+            # (step loops, thread tiles) is calibrated at one point, checked at another
+            first = _sample(tuple(d[0] for d in design), bands=True, counts=superposed)
             ks = first["kernels"]
             if not ks:
                 raise FitError("no tiled kernel: nothing to search")
             L = max(kd["m"] + kd["s"] for kd in ks.values())
-            base = (scale,) * L
+            base = tuple(d[0] for d in design[:L])
             first["tile"] = base
-            pts = [base] + [tuple(scale + (scale if i == j else 0) for i in range(L))
+            pts = [base] + [tuple(design[i][1] if i == j else design[i][0] for i in range(L))
                             for j in range(L)]
-            held_pt = tuple(scale + scale // 2 * (j + 1) for j in range(L))
+            held_pt = tuple(d[2] for d in design[:L])
             rest = _run_samples(pts[1:] + [held_pt], [{}] * L + [{"counts": True}], workers)
             samples, held = [first] + rest[:-1], rest[-1]
             if any(kd["dropped"] for smp in samples + [held] for kd in smp["kernels"].values()):
@@ -566,13 +836,20 @@ def fit_model(scop, sched, options: Options, sizes: dict, gpu: GpuModel = H100,
         _WORK = None
     kernels = []
     for name, kd, bufs in fitted:
-        km = KernelModel(name, kd["m"], kd["s"], _blocks_of(options, kd["m"]), kd["lo"],
-                         kd["hi"], kd["launches"], bufs)
+        if kd["superposed"]:
+            if kd["caps"] is None:
+                raise FitError(f"{name}: a block loop runs on several thread axes: its "
+                               "threads are not modelled")
+            km = KernelModel(name, kd["m"], kd["s"], kd["caps"], kd["lo"], kd["hi"],
+                             kd["launches"], bufs, kd["fixed"], kd["tied"], kd["defaults"],
+                             True, bool(options.block))
+        else:
+            km = KernelModel(name, kd["m"], kd["s"], _blocks_of(options, kd["m"]), kd["lo"],
+                             kd["hi"], kd["launches"], bufs)
         hk = held["kernels"][name]
-        pred_threads = tuple(min(b, held["tile"][j]) for j, b in enumerate(km.block))
-        if pred_threads != hk["threads"]:
-            raise FitError(f"{name}: threads {hk['threads']} at {held['tile']}, the model "
-                           f"expects {pred_threads}")
+        if km.threads_at(held["tile"]) != hk["threads"]:
+            raise FitError(f"{name}: {hk['threads']} threads at {held['tile']}, the model "
+                           f"expects {km.threads_at(held['tile'])}")
         kernels.append(km)
     m_up = min(options.shared_mem, STATIC_SHARED_LIMIT)
     model = TileModel(L, kernels, gpu, m_up, dict(sizes))
@@ -582,6 +859,9 @@ def fit_model(scop, sched, options: Options, sizes: dict, gpu: GpuModel = H100,
             got = held["kernels"][k.name]["buffers"][b.name]["occ"]
             want = occ[(k.name, b.name)]
             if got is None:
+                continue
+            if k.superposed:
+                notes += _calibrate(model, k, b, held["tile"], held, samples[0])
                 continue
             if got > want:
                 raise FitError(f"{k.name}: {b.name}: the planner copies {got} times at "
@@ -595,13 +875,62 @@ def fit_model(scop, sched, options: Options, sizes: dict, gpu: GpuModel = H100,
     return model, notes
 
 
+#: relative error of a superposition buffer's N at the base sample point past which the
+#: model is refused (its thread tiles need not align with the block tiles: ⌈t/B⌉ is exact
+#: only when B divides t or t ≤ B)
+SUPER_COUNT_TOLERANCE = 0.25
+
+
+def _calibrate(model: TileModel, k: KernelModel, b: BufferModel, tile: tuple[int, ...],
+               held: dict, base: dict) -> list[str]:
+    """N of a superposition buffer's copy-in and copy-out (§4.3's sums over I and O):
+    launches × block tiles × thread tiles per block tile
+    (:meth:`KernelModel.occurrences`), scaled so that it equals the planner's count
+    at the held-out ``tile`` (the step loops inside the kernel and the thread tiles of
+    thread loops that are not block loops are constant in the tile sizes), and
+    compared with the planner's count at the base sample point.  Where the two
+    disagree by more than :data:`SUPER_COUNT_TOLERANCE` (a copy-in skipped in a
+    thread's first sub-tile, thread tiles not aligned with the block tiles) the
+    larger ratio is kept, so the model over- rather than under-estimates N; the notes
+    say so."""
+    notes = []
+    hb = held["kernels"][k.name]["buffers"][b.name]
+    bb = base["kernels"][k.name]["buffers"][b.name]
+    for out in (False, True):
+        key = "occ_out" if out else "occ_in"
+        got, got0 = hb.get(key), bb.get(key)
+        if got is None:
+            continue
+        want = k.occurrences(b, model.tiles(k, tile), tile, out) / \
+            ((b.fill_out if out and b.fill_out is not None else b.fill) or 1)
+        want0 = k.occurrences(b, model.tiles(k, base["tile"]), base["tile"], out) / \
+            ((b.fill_out if out and b.fill_out is not None else b.fill) or 1)
+        ratios = [g / w for g, w in ((got, want), (got0, want0)) if g is not None and w]
+        fill = ratios[0] if ratios else 1.0
+        if len(ratios) == 2 and abs(ratios[1] - ratios[0]) > \
+                SUPER_COUNT_TOLERANCE * max(ratios):
+            fill = max(ratios)
+            notes.append(f"{k.name}: {b.name}: copy-{'out' if out else 'in'} counted "
+                         f"{got0} times at {base['tile']} and {got} at {tile}: N over-"
+                         "estimated where they differ (not a product of tile counts)")
+        if out:
+            b.fill_out = fill
+        else:
+            b.fill = fill
+    return notes
+
+
 def _min_blocks(model: TileModel) -> dict[str, int]:
     """Blocks each kernel's grid should have: the SMs, or as many as P_low-thread
     tiles allow (seed 000 §4.1: outer processes a multiple of the processors)."""
     out = {}
     for k in model.kernels:
         if k.m and model.gpu.min_blocks:
-            most = math.prod(k.extents[:k.m]) // model.gpu.p_low
+            # a superposition kernel's thread loops that are not block loops give
+            # threads too (fixed_threads): tiles of one point may still fill a warp,
+            # but there are no more blocks than points of the block loops
+            points = math.prod(k.extents[:k.m])
+            most = min(points, points * k.fixed_threads // model.gpu.p_low)
             out[k.name] = max(1, min(model.gpu.min_blocks, most))
     return out
 
@@ -715,7 +1044,8 @@ def search_schedule(scop, sched, options: Options, sizes: dict, gpu: GpuModel = 
                                 {}, {}, seconds=time.perf_counter() - t0)
     tiled = [k for k in model.kernels if k.m]
     big = max(tiled, key=lambda k: k.m + k.s)
-    dflt = _default_tile(big.m, big.s)
+    dflt = (tuple(big.defaults) + (_mapping.DEFAULT_SUB_TILE,) * big.s if big.defaults
+            else _default_tile(big.m, big.s))
     dflt = tuple(dflt[j] if j < len(dflt) else _mapping.DEFAULT_SUB_TILE
                  for j in range(model.n_vars))
     if not any(k.buffers for k in model.kernels):
@@ -842,6 +1172,10 @@ def _fallback_default(scop, sched, options: Options) -> tuple[int, ...]:
         mapper = _map(scop, sched, options.with_(tile=None, tile_levels=(),
                                                     keep_register_buffers=True, vector=False))
         ms = [(len(p.members), len(p.sub_tiles)) for p in mapper.plans.values() if p.members]
+        if isinstance(mapper, _SuperRecorder) and mapper.bands:
+            info = max(mapper.bands.values(), key=lambda i: len(i["defaults"]))
+            if info["defaults"]:
+                return tuple(info["defaults"])
     except Exception:          # noqa: BLE001 - the defaults are only a fallback
         ms = []
     if not ms:
@@ -869,7 +1203,9 @@ def search_tile_sizes(source: str, options: Options, sizes: dict[str, int] | Non
     if kw.get("model") is not None:
         return search_schedule(None, None, options, sizes, gpu, **kw)
     scop = parse(source, language)
-    sched = compute_schedule(scop, compute_dependences(scop))
+    # the options' mapping: where the superposition (seed 003) maps the program, its
+    # block tiles TL_k are searched
+    sched = compute_schedule(scop, compute_dependences(scop), options)
     return search_schedule(scop, sched, options, sizes, gpu, **kw)
 
 

@@ -158,10 +158,11 @@ def source_order(scop: Scop) -> isl.Schedule:
 #: isl operations the superposition planning may take before the single mapping is used
 SUPER_OPERATIONS = 20_000_000
 #: use the superposition only where it improves coalescing (the paper's gemm, 2mm...:
-#: both schedules coincide; both get shared-memory buffers, per-thread registers and
-#: ``__constant__`` arrays, but only the single mapping has per-thread tiles
-#: (``--tile T:t``) and its larger default block tiles: gemm at N = 37 loads 6845
-#: elements there against 10952 superposed);
+#: both schedules coincide; both get shared-memory buffers, per-thread registers,
+#: ``__constant__`` arrays and per-thread tiles (``--tile T:t``), but only the single
+#: mapping unrolls and jams a thread's points inside the sub-tile loop (register
+#: tiling) and has larger default block tiles: gemm at N = 37 loads 6845 elements
+#: there against 10952 superposed);
 #: tests set it to False to run every kernel through the superposed tree
 #: (``POLYMAGIC_SUPERPOSITION=always`` in the environment does the same, for the fuzzer)
 REQUIRE_GAIN = os.environ.get("POLYMAGIC_SUPERPOSITION", "") != "always"
@@ -186,10 +187,6 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     restricted forms of §5.1 have no skewing: wavefronts stay with the single
     mapping).  Otherwise the single mapping is used and a note says why."""
     from .superposition import plan_superposition
-    if getattr(options, "tile_auto", False):
-        result.notes.append("--tile auto searches tiles of the single mapping: "
-                            "superposition not used")
-        return
     if getattr(options, "localise", None) is not None:
         result.notes.append("--localise works on the single mapping's kernels: "
                             "superposition not used")
@@ -222,8 +219,8 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
         result.notes.append(
             "superposition maps the same loops to threadIdx.x as the single schedule "
             "(no coalescing gain in the DL model): single mapping used (the same "
-            "buffers, registers and __constant__ arrays; it also has per-thread tiles "
-            "and larger default 2-d tiles)")
+            "buffers, registers and __constant__ arrays; it also unrolls and jams "
+            "per-thread tiles and has larger default 2-d tiles)")
         return
     result.use_superposition = True
     if gains:
