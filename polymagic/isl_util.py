@@ -123,6 +123,12 @@ class OperationBudget:
         return False
 
 
+def budget_spent(e: isl.Error) -> bool:
+    """Whether an isl error is :class:`OperationBudget`'s (the operation limit),
+    not another failure of the call (those are bugs to report, not limits to name)."""
+    return "maximal number of operations exceeded" in str(e)
+
+
 _T = TypeVar("_T")
 
 

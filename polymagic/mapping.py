@@ -1414,12 +1414,16 @@ def _lower_bounded(scop: Scop, mapping: MappingResult) -> kir.Program:
     33x34 over 3x32 threads on a three-nest time loop ran isl's AST generator for
     minutes)."""
     from .errors import CompileError
-    from .isl_util import OperationBudget
+    from .isl_util import OperationBudget, budget_spent
     from .lower import lower
     try:
         with OperationBudget(scop.context.get_ctx(), LOWER_LIMIT_OPERATIONS):
             return lower(scop, mapping)
-    except isl.Error:
+    except isl.Error as e:
+        if not budget_spent(e):
+            raise CompileError(f"isl failed to generate the code of this mapping ({e}); "
+                               "please report the program (try other --tile/--block sizes "
+                               "or --mapping single)") from None
         raise CompileError(f"generating the code of this mapping took more than "
                            f"{LOWER_LIMIT_OPERATIONS} isl operations (isl's AST generator "
                            "on these tiles and threads); try other --tile/--block sizes"

@@ -68,3 +68,42 @@ def test_source_order_runs(monkeypatch):
     assert any("source order" in n for n in compiled.notes)
     assert run(compiled, opts).ok
     clear_caches()
+
+
+#: fuzz campaign 9898 (superposition forced): statements whose guard is never true
+NEVER_RUNS = """
+void fz(int N, double A[N + 5][N + 3], double B[N + 1][N + 2]) {
+  for (int i = 0; i <= N - 1; i++) {
+    if ((i) % 2 == 0 && (i) % 2 == 1) {
+      A[i][i + 2] = 0.375 * A[i + 2][i + 2] + 0.0625 * A[4][2];
+      B[i][i + 2] = 0.25 * A[i + 2][i];
+    }
+  }
+}
+"""
+
+
+def test_empty_domains_keep_the_single_mapping(monkeypatch):
+    """No statement instance runs: the superposition is not planned (its tree had
+    nothing to scan and isl's AST build failed, reported as a spent budget)."""
+    monkeypatch.setattr(S, "REQUIRE_GAIN", False)
+    clear_caches()
+    opts = Options(sizes={"N": 16}, target="emulator", tile=(10,), registers=False)
+    c = compile_source(NEVER_RUNS, opts)
+    assert not c.schedule.use_superposition
+    assert any("empty iteration domains" in n for n in c.notes), c.notes
+    assert run(c, opts).ok
+
+
+def test_only_the_operation_limit_counts_as_a_spent_budget():
+    import islpy as isl
+    from polymagic.isl_util import OperationBudget, budget_spent
+    s = isl.Set("[n] -> { [i, j] : 0 <= i < n and 0 <= j < i and i mod 3 = 1 }")
+    m = isl.Map("[n] -> { [i, j] -> [i + j, j] }")
+    with pytest.raises(isl.Error) as spent:
+        with OperationBudget(s.get_ctx(), 5):
+            s.apply(m).lexmin()
+    assert budget_spent(spent.value)
+    with pytest.raises(isl.Error) as other:
+        isl.Set("{ [i] : i < }")
+    assert not budget_spent(other.value)

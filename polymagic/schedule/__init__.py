@@ -187,6 +187,10 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     restricted forms of §5.1 have no skewing: wavefronts stay with the single
     mapping).  Otherwise the single mapping is used and a note says why."""
     from .superposition import plan_superposition
+    if scop.domain.intersect_params(scop.context).is_empty():
+        result.notes.append("no statement instance runs (empty iteration domains): "
+                            "single mapping used")
+        return
     if getattr(options, "localise", None) is not None:
         result.notes.append("--localise works on the single mapping's kernels: "
                             "superposition not used")
