@@ -368,11 +368,14 @@ def _at_sizes(pa: isl.PwAff, sizes: dict) -> int | None:
 
 
 def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
-                block: tuple[int, int, int], window: int) -> LocalPlan:
+                block: tuple[int, int, int], window: int,
+                skip: dict[str, str] | None = None) -> LocalPlan:
     """Localisation along the time loop of a one-block kernel: every array accessed
     below ``x`` whose cached set fits, addressed modulo its extents so that no
     element ever moves inside L (§4.4: ``(ρ − δ·t) mod s`` for a constant drift,
-    else ``x_d mod e_d`` over the bounding box), extents at the ``--size`` values."""
+    else ``x_d mod e_d`` over the bounding box), extents at the ``--size`` values
+    (none given: only extents bounded for every size).  ``skip``: arrays left alone,
+    with the reason (a superposition step loop's arrays in block buffers or registers)."""
     from .localise import _box_index
     out = LocalPlan()
     prefix = x.get_prefix_schedule_union_map().intersect_domain(x.get_domain())
@@ -386,6 +389,9 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
     total = 0
     np_ = x.get_schedule_depth()
     for a in arrays:
+        if skip and a in skip:
+            out.decisions.append(f"{kernel}: {a}: not localised ({skip[a]})")
+            continue
         loc = _reusing(scop, prefix, a, window, f"{kernel}: {a}", out.decisions)
         if loc is None:
             continue

@@ -190,10 +190,6 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
         result.notes.append("--tile auto searches tiles of the single mapping: "
                             "superposition not used")
         return
-    if getattr(options, "localise", None) is not None:
-        result.notes.append("--localise works on the single mapping's kernels: "
-                            "superposition not used")
-        return
     ctx = scop.context.get_ctx()
     try:
         with OperationBudget(ctx, SUPER_OPERATIONS):
@@ -204,6 +200,12 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
                             "operations: single mapping used")
         return
     result.superposition = plan
+    host = _host_step_loops(plan)
+    loop = options.localise[0] if getattr(options, "localise", None) is not None else None
+    if loop is not None and loop in host:
+        result.notes.append(f"--localise {loop} names a host loop of the superposition: the "
+                            "single mapping runs it inside one block (seed 001 time loop)")
+        return
     if not plan.legal:
         result.notes.append("superposition not legal (" + "; ".join(plan.problems[:3]) +
                             "): single mapping used")
@@ -228,6 +230,21 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     result.use_superposition = True
     if gains:
         result.notes.append("superposition: better coalescing (DL model) for " + ", ".join(gains))
+
+
+def _host_step_loops(plan) -> set[str]:
+    """Source names of the superposition's step loops outside every kernel (host loops:
+    one launch per iteration)."""
+    from .superposition import StepLoop
+    out: set[str] = set()
+
+    def walk(items):
+        for it in items:
+            if isinstance(it, StepLoop):
+                out.update(plan.iterators[s][j] for s, (j, _d) in it.loop.items())
+                walk(it.body)
+    walk(plan.items)
+    return out
 
 
 def _coalescing_gains(plan, sched: isl.Schedule) -> list[str]:
