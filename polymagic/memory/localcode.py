@@ -209,7 +209,8 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         refs = [(s.name, k) for s in scop.statements if s.name in names
                 for k, acc in enumerate(s.accesses) if acc.array == a]
         if any(r in buffered for r in refs):
-            out.decisions.append(f"{kernel}: {a}: not localised (it has a per-tile buffer)")
+            out.decisions.append(f"{kernel}: {a}: not localised (a per-tile buffer or a register "
+                                 "serves it)")
             continue
         loc = _reusing(scop, prefix, a, window, f"{kernel}: {a}", out.decisions)
         if loc is None:
