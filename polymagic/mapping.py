@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from . import kir
-from .errors import OptionsError
+from .errors import OptionsError, PolymagicError
 from .isl_util import has_parallelism, leading_coincident, param_id
 from .memory.plan import (BufferPlan, CopyNamer, KernelMemory, atomic, drop_register_buffers,
                           graft_copies, plan_kernel_memory)
@@ -1062,8 +1062,8 @@ class _SuperMapper:
                 raise
             self.local.decisions.append(f"{kname}: step loop {name} not localised ({e})")
             return None
-        if lp is None:
-            return None
+        if lp is None or not forced and not lp.buffers:
+            return None             # the default says nothing where it localises nothing
         lp.decisions = [d.replace("along the time loop", f"along the step loop {name}")
                         .replace("shared by the block", "shared by the block's threads")
                         for d in lp.decisions]
@@ -1715,19 +1715,13 @@ def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
     return map_and_lower(scop, sched, options)[:3]
 
 
-def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
-                  ) -> tuple[kir.Program, str, list[str], MappingResult]:
-    """:func:`map_to_kir`, also returning the mapping the program was lowered from
-    (the pipeline keeps it in ``Compiled.mapping`` for the views)."""
+def _lower_mapping(scop: Scop, sched: ScheduleResult, options: Options,
+                   mapping: MappingResult) -> tuple[kir.Program, MappingResult, list[str]]:
+    """Lower ``mapping`` (buffers dropped past :data:`LOWER_OPERATIONS`, time tiles
+    unlocalised past their budget, each with a note); returns the program, the mapping
+    it came from and the notes."""
     from .isl_util import OperationBudget
     from .lower import lower
-    search_notes: list[str] = []
-    if options.tile_auto:
-        from .memory.tile_search import search_schedule
-        found = search_schedule(scop, sched, options, options.sizes)
-        options = found.options(options)
-        search_notes = [found.summary()] + found.notes
-    mapping = map_schedule(scop, sched, options)
     fallback = []
     if options.shared != "none" and mapping.copies:
         try:
@@ -1767,6 +1761,33 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
                                "--no-time-tiling (the host time loop)") from None
     else:
         program = _lower_bounded(scop, mapping)
+    return program, mapping, fallback
+
+
+def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
+                  ) -> tuple[kir.Program, str, list[str], MappingResult]:
+    """:func:`map_to_kir`, also returning the mapping the program was lowered from
+    (the pipeline keeps it in ``Compiled.mapping`` for the views)."""
+    search_notes: list[str] = []
+    if options.tile_auto:
+        from .memory.tile_search import search_schedule
+        found = search_schedule(scop, sched, options, options.sizes)
+        options = found.options(options)
+        search_notes = [found.summary()] + found.notes
+    mapping = map_schedule(scop, sched, options)
+    try:
+        program, mapping, fallback = _lower_mapping(scop, sched, options, mapping)
+    except (PolymagicError, isl.Error) as e:
+        if not (mapping.local_copies and _superposed(sched, options)):
+            raise
+        # seed 001 moves in a superposition kernel that isl could not print: the same
+        # kernels without localisation (never a crash, never wrong code)
+        why = str(e).splitlines()[0][:120]
+        options = options.with_(localise=None, localise_auto=False)
+        mapping = map_schedule(scop, sched, options)
+        program, mapping, fallback = _lower_mapping(scop, sched, options, mapping)
+        fallback = [f"localisation dropped in the superposition's kernels: generating its "
+                    f"code failed ({why})"] + fallback
     launches = program.launches()
     host = f"host loops: {', '.join(mapping.host_loops)}; " if mapping.host_loops else ""
     blocks = "; ".join(k.summary + f", block {k.block[0]}x{k.block[1]}x{k.block[2]}"
