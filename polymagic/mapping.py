@@ -1054,6 +1054,8 @@ class _SuperMapper:
                                  self.block, window, skip) if fixed else lp
                 if len(at.buffers) > len(lp.buffers):
                     lp, sized = at, fixed
+                elif not lp.buffers:
+                    lp = at                 # its notes say why, at the sizes given
             elif lp.buffers:
                 lp = self._step_gain(lp, kname, name)
         except Exception as e:            # noqa: BLE001 - never a crash: unlocalised code

@@ -65,10 +65,12 @@ def test_gemm_accumulator_in_a_register_replaces_its_buffer():
 def test_gemm_global_loads_drop_by_the_k_loop(sizes):
     """Without shared memory (``--shared none``) every k iteration read and wrote
     C[i][j] in global memory; with the register it is read and written once per
-    thread point: N³ - N² fewer loads and stores (reduction-free kernel)."""
+    thread point: N³ - N² fewer loads and stores (reduction-free kernel).  The
+    baseline also turns seed 001's default localisation off (without the register it
+    keeps C[i][j] along k in L, test_superposition_localise)."""
     n = sizes["N"]
     on, r_on, opts = _run("gemm", sizes, shared="none")
-    off, r_off, _ = _run("gemm", sizes, shared="none", registers=False)
+    off, r_off, _ = _run("gemm", sizes, shared="none", registers=False, localise_auto=False)
     assert _registers(on) == {"kernel0": ["C"]} and not _registers(off)
     assert r_off.counters["loads"] - r_on.counters["loads"] == n ** 3 - n ** 2
     assert r_off.counters["stores"] - r_on.counters["stores"] == n ** 3 - n ** 2
