@@ -1041,7 +1041,10 @@ class _SuperMapper:
             return None
         kname = self.memory.kname
         window = opts.localise[1] if forced else 1
-        skip = dict(self.local_avoid)
+        # asked for, the step loop's L takes the register arrays too: a register lives
+        # for one step, L for all of them (jacobi-2d-alt's B)
+        skip = {a: why for a, why in self.local_avoid.items()
+                if not (forced and why == "kept in a register")}
         skip.update({b.array: "it has a per-block buffer" for b in self.memory.mem.buffers})
         limit = min(opts.shared_mem, LOCAL_LIMIT) - self._local_bytes()
         try:
@@ -1547,8 +1550,13 @@ class _SuperMemory:
         regs, lines = planned
         reduced = {a.array for s in k.statements if s in mapper.reductions
                    for a in scop.statement(s).accesses}
+        local = {lb.array for lb in (mapper.local.buffers if mapper.local else [])}
         kept = []
         for r in regs:
+            if r.array in local:
+                lines[r.line] = (f"{self.kname}: {r.array}: not in a register (localised "
+                                 "along a step loop: seed 001's L keeps it across the steps)")
+                continue
             if r.array in reduced:
                 lines[r.line] = (f"{self.kname}: {r.array}: not in a register (a tree "
                                  "reduction's statement accesses it; the reduction keeps its "
