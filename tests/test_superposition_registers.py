@@ -87,7 +87,9 @@ def test_doitgen_sum_in_a_register_across_s(name):
     S0 and the copy S2 still access it: nr·nq·np·(np - 1) fewer loads and stores)."""
     sizes = {"nr": 4, "nq": 3, "np": 26}
     on, r_on, _ = _run(name, sizes, shared="none")
-    off, r_off, _ = _run(name, sizes, shared="none", registers=False)
+    # the baseline without the register nor seed 001's default localisation (which
+    # would keep sum[p] along s in L instead)
+    off, r_off, _ = _run(name, sizes, shared="none", registers=False, localise_auto=False)
     assert _registers(on)["kernel0"] == ["sum"]
     k = on.program.kernels["kernel0"]
     assert any(d.name == "pm_r0_sum" for d in k.registers)
@@ -128,11 +130,11 @@ def test_registers_across_a_step_loop_and_constant_weights():
     T, n = 5, 70
     opts = Options(sizes={"T": T, "n": n}, target="emulator", shared="none")
     on = compile_source(STEPS, opts)
-    off = compile_source(STEPS, opts.with_(registers=False))
+    off = compile_source(STEPS, opts.with_(registers=False, localise_auto=False))
     assert on.schedule.use_superposition
     assert _registers(on) == {"kernel0": ["x", "y"]}
     assert set(on.program.constants) == {"w"}
-    r_on, r_off = run(on, opts), run(off, opts.with_(registers=False))
+    r_on, r_off = run(on, opts), run(off, opts.with_(registers=False, localise_auto=False))
     assert r_on.ok and r_off.ok, (r_on.message, r_off.message)
     assert r_off.counters["loads"] - r_on.counters["loads"] == 4 * T * n - 2 * n
     assert r_off.counters["stores"] - r_on.counters["stores"] == 2 * T * n - 2 * n
