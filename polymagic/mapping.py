@@ -719,9 +719,10 @@ def _val_list(vals) -> isl.ValList:
 
 class _SuperText:
     """``member_text`` for the superposition's bands (their affine forms are written in
-    positional iterators ``i0, i1, ...``): a member that is one source loop (``±1``
-    times one iterator, no constant) in every statement gives that loop's source name,
-    as :func:`_member_text` does for isl's schedule, so ``--localise k`` finds it."""
+    positional iterators ``i0, i1, ...``): a member that is one source loop (the
+    iterator itself) in every statement that has it (constants, the statements without
+    that loop, are ignored) gives that loop's source name, as :func:`_member_text` does
+    for isl's schedule, so ``--localise k`` finds it; anything else gives ``'?'``."""
 
     def __init__(self, scop: Scop):
         self.scop = scop
