@@ -215,13 +215,61 @@ def test_jacobi_2d_alt_without_sizes_stays_unlocalised():
     assert any("kernel0: A: not localised" in n for n in c.notes)
 
 
+# jacobi-2d-alt on rows of 32 values: the superposition is chosen (j on thread x where
+# the single schedule puts b), t is a step loop and a block's rows have a bounded footprint
+ROWS = """
+void kernel_rows(int T, int nb, float A[nb][32], float B[nb][32])
+{
+  for (int t = 0; t < T; t++) {
+    for (int b = 0; b < nb; b++)
+      for (int j = 1; j < 31; j++)
+        B[b][j] = 0.5f * (A[b][j - 1] + A[b][j + 1]);
+    for (int b = 0; b < nb; b++)
+      for (int j = 1; j < 31; j++)
+        A[b][j] = B[b][j];
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("sizes", [{"T": 6, "nb": 37}, {"T": 3, "nb": 16}, {"T": 4, "nb": 5}])
+def test_rows_step_loop_localised_by_default_without_buffers(sizes):
+    """``--shared none``: the default localises A along the step loop t in L shared by
+    the block (its footprint, 8 rows of 32, is bounded for every size: no
+    specialisation): A is loaded and stored once per element, B keeps its per-step
+    register.  ``--localise t`` takes B too: each element of both once."""
+    t, nb = sizes["T"], sizes["nb"]
+    off, r_off, _ = _run(ROWS, sizes, shared="none", localise_auto=False)
+    on, r_on, opts = _run(ROWS, sizes, shared="none")
+    assert not _local(off) and _local(on) == {"kernel0": ["lc0_A"]}
+    assert any("localised along the step loop t by default" in n for n in on.notes)
+    assert not on.program.specialised
+    assert r_off.counters["loads"] == 2 * 30 * nb * t + 30 * nb * t
+    assert r_on.counters["loads"] == r_on.counters["stores"] == 32 * nb + 30 * nb * t
+    forced, r_forced, _ = _run(ROWS, sizes, shared="none", localise=("t", 1))
+    assert _local(forced) == {"kernel0": ["lc0_A", "lc0_B"]}
+    assert r_forced.counters["loads"] == r_forced.counters["stores"] == 32 * nb + 30 * nb
+    for order in ("reverse", "forward"):
+        assert run(on, opts.with_(emu_order=order)).ok
+
+
+def test_rows_block_buffers_serve_the_step_loop_by_default():
+    """With the default buffers, A and B have per-block buffers that already live across
+    the steps: ``--localise t`` leaves them alone, one line each."""
+    c, _r, _ = _run(ROWS, {"T": 3, "nb": 20}, localise=("t", 1))
+    assert not _local(c)
+    assert "kernel0: A: not localised (it has a per-block buffer)" in c.notes
+
+
 # ---- NVRTC --------------------------------------------------------------------------------
 
 def test_localised_superposition_cuda_compiles_with_nvrtc():
     from polymagic.codegen.nvrtc import compile_cuda
     for src, kw in ((DOITGEN_TAP, dict(shared="none")),
                     (DOITGEN_TAP, dict(shared="none", localise=("s", 2))),
-                    (JACOBI_ALT, dict(sizes={"tsteps": 4, "n": 37}, localise=("t", 1)))):
+                    (JACOBI_ALT, dict(sizes={"tsteps": 4, "n": 37}, localise=("t", 1))),
+                    (ROWS, dict(shared="none")),
+                    (ROWS, dict(shared="none", localise=("t", 1)))):
         c = compile_source(src, Options(mapping="superposition", **kw))
         assert c.schedule.use_superposition and _local(c), kw
         assert b".entry" in compile_cuda(c.cuda, "sm_90"), kw
