@@ -184,7 +184,10 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     only when the plan passes the isl legality check (Lemma 1) and every statement
     that isl's schedule runs in parallel also gets block parallelism from it (the
     restricted forms of §5.1 have no skewing: wavefronts stay with the single
-    mapping).  Otherwise the single mapping is used and a note says why."""
+    mapping).  Otherwise the single mapping is used and a note says why.
+    ``--localise LOOP`` keeps the superposition (seed 001 works inside its kernels:
+    :class:`polymagic.mapping._SuperMapper`), except where LOOP is one of its host
+    loops: the single mapping then runs that loop inside one block (seed 001 §5)."""
     from .superposition import plan_superposition
     if getattr(options, "tile_auto", False):
         result.notes.append("--tile auto searches tiles of the single mapping: "
