@@ -972,7 +972,8 @@ class _SuperMapper:
         mapping does in :meth:`_Mapper.localise`), L private to each thread (one row
         per thread).  The search starts below the thread band, at the group's source
         order band.  A kernel that cannot be localised keeps its code, with a note."""
-        from .memory.localcode import LOCAL_LIMIT, auto_localise, localise_kernel
+        from .memory.localcode import LOCAL_LIMIT, auto_localise, exposed_move_in, \
+            localise_kernel
         from .memory.localise import LocaliseError
         opts = self.options
         if self.local is None or g.reduction or self.memory is None:
@@ -991,10 +992,10 @@ class _SuperMapper:
         try:
             if forced:
                 new, lp = localise_kernel(self.scop, orig, kname, self.block, opts, buffered,
-                                          trial, self.text)
+                                          trial, self.text, exposed_move_in)
             else:
                 new, lp = auto_localise(self.scop, orig, kname, self.block, opts, buffered,
-                                        trial, self.text, loops)
+                                        trial, self.text, loops, exposed_move_in)
         except (LocaliseError, isl.Error) as e:
             self.local.decisions.append(f"{kname}: not localised ({e}); left in global "
                                         "memory")
@@ -1025,7 +1026,7 @@ class _SuperMapper:
         footprints bounded for every size are considered, and the analytic model
         must predict fewer global accesses.  The arrays localised are taken off the
         thread tiles' buffers.  Returns the LocalPlan to graft after the body, or None."""
-        from .memory.localcode import LOCAL_LIMIT, plan_shared
+        from .memory.localcode import LOCAL_LIMIT, exposed_move_in, plan_shared
         opts = self.options
         if self.local is None or self.memory is None:
             return None
@@ -1060,7 +1061,9 @@ class _SuperMapper:
                     lp, sized = at, fixed
                 elif not lp.buffers:
                     lp = at                 # its notes say why, at the sizes given
-            elif lp.buffers:
+            for lb in lp.buffers:
+                exposed_move_in(self.scop, lb)
+            if not forced and lp.buffers:
                 lp = self._step_gain(lp, kname, name)
         except Exception as e:            # noqa: BLE001 - never a crash: unlocalised code
             from .memory.localise import LocaliseError
