@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from . import kir
-from .errors import OptionsError
+from .errors import OptionsError, PolymagicError
 from .isl_util import has_parallelism, leading_coincident, param_id
 from .memory.plan import (BufferPlan, CopyNamer, KernelMemory, atomic, drop_register_buffers,
                           graft_copies, plan_kernel_memory)
@@ -717,6 +717,41 @@ def _val_list(vals) -> isl.ValList:
 
 # ---- superposition (seed 003 §4.2-4.3) ----------------------------------------------
 
+class _SuperText:
+    """``member_text`` for the superposition's bands (their affine forms are written in
+    positional iterators ``i0, i1, ...``): a member that is one source loop (the
+    iterator itself) in every statement that has it (constants, the statements without
+    that loop, are ignored) gives that loop's source name, as :func:`_member_text` does
+    for isl's schedule, so ``--localise k`` finds it; anything else gives ``'?'``."""
+
+    def __init__(self, scop: Scop):
+        self.scop = scop
+
+    def __call__(self, mupa: isl.MultiUnionPwAff, i: int) -> str:
+        names: set[str] = set()
+
+        def piece(pa: isl.PwAff) -> None:
+            stmt = pa.get_domain_space().get_tuple_name(isl.dim_type.set)
+            if stmt.startswith(("pm_rini_", "pm_rfin_")):
+                stmt = stmt.split("_", 2)[2]
+            affs: list[isl.Aff] = []
+            pa.foreach_piece(lambda _s, a: affs.append(a))
+            text = "?"
+            if len(affs) == 1 and affs[0].dim(isl.dim_type.div) == 0:
+                a = affs[0]
+                cs = [a.get_coefficient_val(isl.dim_type.in_, j).to_python()
+                      for j in range(a.dim(isl.dim_type.in_))]
+                nz = [j for j, c in enumerate(cs) if c]
+                if not nz:
+                    text = ""                     # a constant: no loop of this statement
+                elif len(nz) == 1 and cs[nz[0]] == 1 and a.get_constant_val().is_zero():
+                    text = self.scop.statement(stmt).iterators[nz[0]]
+            names.add(text)
+        mupa.get_at(i).foreach_pw_aff(piece)
+        names.discard("")
+        return names.pop() if len(names) == 1 else "?"
+
+
 class _SuperMapper:
     """Builds the superposed schedule ``Θ* = (Θ_out*, Θ)`` of a
     :class:`~polymagic.schedule.superposition.SuperPlan` as one isl schedule tree:
@@ -740,6 +775,11 @@ class _SuperMapper:
         self.kernel_block: list = []     # block loops of the kernel being built
         self.reductions: dict[str, TreeReduction] = {}      # by statement
         self.constants = ConstantChooser(scop, options.sizes)
+        self.local_copies: dict = {}     # seed 001 moves of every kernel
+        self.local = None                # the kernel's LocalPlan (seed 001), being built
+        self.local_avoid: dict[str, str] = {}    # arrays not to localise, with the reason
+        self.specialised: dict[str, int] = {}    # sizes a step loop's L was sized at
+        self.text = _SuperText(scop)
         from .schedule.loop_kinds import reduction_operator
         from .schedule.superposition import ThreadGroup
         for g in _walk_items(plan.items):
@@ -845,12 +885,242 @@ class _SuperMapper:
             if not in_kernel:
                 self.host_loops.append(self.plan.loop_text(it.loop))
             self.steps.append(it.loop)
-            node = self.items(band.child(0), it.body, in_kernel, step=in_kernel).parent()
+            local = self.step_local(band.child(0), it) if in_kernel else None
+            node = self.items(band.child(0), it.body, in_kernel, step=in_kernel)
+            if local is not None:
+                node = self.graft_step_local(node, local)
+            node = node.parent()
             self.steps.pop()
             return node
         if isinstance(it, Kernel):
             return self.kernel(node, it)
         return self.thread_group(node, it)
+
+    # -- seed 001 localisation inside the superposition's kernels ---------------------
+
+    def start_local(self, k, domain: isl.UnionSet, point: isl.UnionMap | None, n_host: int,
+                    constant: set[str]) -> None:
+        """Before kernel ``k``'s thread-level items are built: what seed 001 localisation
+        must leave alone (seed 000 block buffers, seed 004 registers and ``__constant__``
+        arrays: they already serve those references), asked before the registers are
+        applied (:meth:`_SuperMemory.register_plan`, no side effect)."""
+        from .memory.localcode import LocalPlan
+        self.local = LocalPlan()
+        self.specialised = {}
+        self.local_avoid = {}
+        if self.options.localise is None and not self.options.localise_auto:
+            return
+        for b in self.memory.block_bufs:
+            self.local_avoid[b.array] = "it has a per-block buffer"
+        for a in constant:
+            self.local_avoid[a] = "read from __constant__ memory"
+        try:
+            regs = self.memory.register_plan(k, domain, point, n_host)
+        except isl.Error:
+            regs = None
+        for r in (regs[0] if regs else []):
+            self.local_avoid[r.array] = "kept in a register"
+        for s in k.statements:
+            if s in self.reductions:
+                for a in self.scop.statement(s).accesses:
+                    self.local_avoid[a.array] = "a tree reduction accesses it"
+
+    def end_local(self, k, kname: str):
+        """The kernel's LocalPlan (None when nothing was tried), with a note when
+        ``--localise LOOP`` names one of its iterators that the superposition maps to
+        blocks or threads (a parallel loop: nothing to localise along)."""
+        plan, self.local = self.local, None
+        loop = self.options.localise[0] if self.options.localise else None
+        if loop is not None and not plan.buffers and not plan.decisions and any(
+                loop in self.scop.statement(s).iterators for s in k.statements):
+            plan.decisions.append(
+                f"{kname}: --localise {loop}: {loop} is not a sequential loop inside this "
+                "superposition kernel (it is mapped to blocks or threads): not localised")
+        return plan if plan.buffers or plan.decisions else None
+
+    def _local_refs(self, statements: list[str]) -> set[tuple[str, int]]:
+        """References localisation leaves alone: :attr:`local_avoid` arrays, buffered
+        references (block and thread-tile buffers) and those already localised."""
+        refs = {r for b in self.memory.mem.buffers for r in b.refs}
+        refs |= {r for lb in self.local.buffers for r in lb.refs}
+        refs |= {(s, k) for s in statements
+                 for k, a in enumerate(self.scop.statement(s).accesses)
+                 if a.array in self.local_avoid}
+        return refs
+
+    def _local_bytes(self) -> int:
+        return sum(b.nbytes for b in self.memory.mem.buffers) + \
+            sum(lb.nbytes for lb in self.local.buffers)
+
+    def _sequential_loops(self, g) -> list[str]:
+        """The source loops each thread of group ``g`` runs (neither a block, thread nor
+        step loop), outermost first: the candidates of seed 001 intra-thread
+        localisation."""
+        out: list[str] = []
+        for s in g.statements:
+            used = {d[s][0] for d in g.dims} | {st[s][0] for st in self.steps if s in st} | \
+                {b[s][0] for b in self.kernel_block if s in b}
+            its = self.scop.statement(s).iterators
+            out += [its[lp[0]] for lp in self.plan.nests[s].loops
+                    if lp[0] not in used and its[lp[0]] not in out]
+        return out
+
+    def localise_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
+        """Seed 001 §4 inside thread group ``g`` (``node``: its thread filter): along a
+        loop each thread runs sequentially (``--localise LOOP[:w]``, else the one the
+        analytic model picks, :func:`.memory.localcode.auto_localise`, as the single
+        mapping does in :meth:`_Mapper.localise`), L private to each thread (one row
+        per thread).  The search starts below the thread band, at the group's source
+        order band.  A kernel that cannot be localised keeps its code, with a note."""
+        from .memory.localcode import LOCAL_LIMIT, auto_localise, exposed_move_in, \
+            localise_kernel
+        from .memory.localise import LocaliseError
+        opts = self.options
+        if self.local is None or g.reduction or self.memory is None:
+            return node
+        loops = self._sequential_loops(g)
+        forced = opts.localise is not None
+        if forced and opts.localise[0] not in loops or not forced and \
+                not (opts.localise_auto and loops):
+            return node
+        depth = node.get_tree_depth()
+        orig = node.child(0).child(0) if g.dims else node.child(0)
+        kname = self.memory.kname + (f"g{len(self.local.buffers)}" if self.local.buffers
+                                     else "")
+        trial: dict = {}
+        buffered = self._local_refs(g.statements)
+        try:
+            if forced:
+                new, lp = localise_kernel(self.scop, orig, kname, self.block, opts, buffered,
+                                          trial, self.text, exposed_move_in)
+            else:
+                new, lp = auto_localise(self.scop, orig, kname, self.block, opts, buffered,
+                                        trial, self.text, loops, exposed_move_in)
+        except (LocaliseError, isl.Error) as e:
+            self.local.decisions.append(f"{kname}: not localised ({e}); left in global "
+                                        "memory")
+            return node
+        if lp is None:
+            return node
+        extra = sum(lb.nbytes for lb in lp.buffers)
+        if extra and self._local_bytes() + extra > min(opts.shared_mem, LOCAL_LIMIT):
+            self.local.decisions.append(
+                f"{kname}: not localised ({extra} bytes of per-thread L next to the "
+                "kernel's buffers would exceed the shared memory of a block)")
+            return node
+        self.local.decisions += lp.decisions
+        if not lp.buffers:
+            return node
+        self.local.buffers += lp.buffers
+        self.local_copies.update(trial)
+        return new.ancestor(new.get_tree_depth() - depth)
+
+    def step_local(self, x: isl.ScheduleNode, it):
+        """Seed 001 inter-thread localisation along step loop ``it`` of the kernel being
+        built (``x``: the leaf below its band, before the body is built): L shared by
+        the block, addressed modulo its extents (:func:`.memory.localcode.plan_shared`),
+        moved in after a barrier at each step and out after the step's closing barrier
+        (§4.3 end: the input dependences cross threads).  ``--localise LOOP`` naming
+        the step loop sizes L at the ``--size`` values when its footprint grows with
+        the problem size (the kernel is then specialised to them); by default only
+        footprints bounded for every size are considered, and the analytic model
+        must predict fewer global accesses.  The arrays localised are taken off the
+        thread tiles' buffers.  Returns the LocalPlan to graft after the body, or None."""
+        from .memory.localcode import LOCAL_LIMIT, exposed_move_in, plan_shared
+        opts = self.options
+        if self.local is None or self.memory is None:
+            return None
+        name = self.plan.loop_text(it.loop)
+        forced = opts.localise is not None
+        if forced and opts.localise[0] not in name.replace("/", ":").split(":") or \
+                not forced and not opts.localise_auto:
+            return None
+        if any(s in self.reductions for s in it.statements):
+            if forced:
+                self.local.decisions.append(f"{self.memory.kname}: step loop {name} not "
+                                            "localised (its tree reductions keep their own "
+                                            "shared memory)")
+            return None
+        kname = self.memory.kname
+        window = opts.localise[1] if forced else 1
+        # asked for, the step loop's L takes the register arrays too: a register lives
+        # for one step, L for all of them (jacobi-2d-alt's B)
+        skip = {a: why for a, why in self.local_avoid.items()
+                if not (forced and why == "kept in a register")}
+        skip.update({b.array: "it has a per-block buffer" for b in self.memory.mem.buffers})
+        limit = min(opts.shared_mem, LOCAL_LIMIT) - self._local_bytes()
+        try:
+            lp = plan_shared(self.scop, x, opts.with_(sizes={}, shared_mem=max(limit, 0)),
+                             kname, self.block, window, skip)
+            sized = {}
+            if forced:
+                fixed = {p: int(v) for p, v in opts.sizes.items() if p in self.scop.size_params}
+                at = plan_shared(self.scop, x, opts.with_(shared_mem=max(limit, 0)), kname,
+                                 self.block, window, skip) if fixed else lp
+                if len(at.buffers) > len(lp.buffers):
+                    lp, sized = at, fixed
+                elif not lp.buffers:
+                    lp = at                 # its notes say why, at the sizes given
+            for lb in lp.buffers:
+                exposed_move_in(self.scop, lb)
+            if not forced and lp.buffers:
+                lp = self._step_gain(lp, kname, name)
+        except Exception as e:            # noqa: BLE001 - never a crash: unlocalised code
+            from .memory.localise import LocaliseError
+            if not isinstance(e, (isl.Error, LocaliseError)):
+                raise
+            self.local.decisions.append(f"{kname}: step loop {name} not localised ({e})")
+            return None
+        if lp is None or not forced and not lp.buffers:
+            return None             # the default says nothing where it localises nothing
+        lp.decisions = [d.replace("along the time loop", f"along the step loop {name}")
+                        .replace("shared by the block", "shared by the block's threads")
+                        for d in lp.decisions]
+        self.local.decisions += lp.decisions
+        if not lp.buffers:
+            return None
+        if sized:
+            self.specialised.update(sized)
+            self.local.decisions.append(
+                f"{kname}: L of step loop {name} sized at " +
+                ", ".join(f"{k}={v}" for k, v in sized.items()) +
+                " (its footprint grows with the problem size): the kernel is specialised "
+                "to these sizes")
+        self.local.buffers += lp.buffers
+        done = {lb.array for lb in lp.buffers}
+        self.memory.deferred = [a for a in self.memory.deferred if a not in done]
+        return lp
+
+    def _step_gain(self, lp, kname: str, name: str):
+        """The default: keep the step loop's L only where the analytic model (seed 001
+        I/O sets counted with barvinok for block 0 at :data:`.memory.localcode.AUTO_SIZE`
+        per size) predicts fewer global accesses; else None."""
+        from .isl_util import in_child
+        from .memory.localcode import AUTO_SECONDS, AUTO_SIZE
+        from .memory.localise import count_seconds, traffic_change
+        sizes = {p: AUTO_SIZE for p in self.scop.size_params}
+        sizes.update({v: 0 for v in (*kir.THREAD_IDS.values(), *kir.BLOCK_IDS.values())})
+        bufs = lp.buffers
+        try:
+            with count_seconds(AUTO_SECONDS):
+                saved = in_child(lambda: -sum(sum(traffic_change(self.scop, lb.prefix, lb.loc,
+                                                                 sizes)) for lb in bufs),
+                                 AUTO_SECONDS)
+        except Exception:                 # noqa: BLE001 - the model failed: not localised
+            return None
+        if saved <= 0:
+            return None
+        lp.decisions.insert(0, f"{kname}: localised along the step loop {name} by default: "
+                               f"the analytic model predicts {saved} fewer global accesses "
+                               f"per block at {AUTO_SIZE} per size (--no-localise turns it off)")
+        return lp
+
+    def graft_step_local(self, x: isl.ScheduleNode, lp) -> isl.ScheduleNode:
+        """Graft the step loop's moves around its body ``x``; returns ``x``'s position."""
+        from .memory.localcode import graft_shared
+        depth = x.get_tree_depth()
+        node = graft_shared(self.scop, x, lp, self.local_copies, self.namer)
+        return node.ancestor(node.get_tree_depth() - depth)
 
     def default_block(self, k) -> tuple[int, int, int]:
         """Threads per block of kernel ``k`` before a given tile caps them: ``--block``,
@@ -952,6 +1222,7 @@ class _SuperMapper:
             node = atomic(node)
             self.memory = self.block_memory(name[3:], k, node.child(0), host)
             self.memory.constants(*constant)
+            self.start_local(k, domain, point, n_host, constant[0])
             depth = node.get_tree_depth()
             body = self.items(node.child(0), k.body, True)
             self.memory.registers(k, domain, point, n_host, tiles)
@@ -963,16 +1234,19 @@ class _SuperMapper:
         else:
             self.memory = self.block_memory(name[3:], k, None, host)
             self.memory.constants(*constant)
+            self.start_local(k, domain, point, n_host, constant[0])
             node = self.items(node, k.body, True)
             self.memory.registers(k, domain, point, n_host, tiles)
         mem, self.memory = self.memory.result(), None
-        plan = KernelPlan(name, members, [], list(k.statements), memory=mem,
-                          threads=blk, text=self.summary(k, tiles, blk), member_points=False)
+        kp = KernelPlan(name, members, [], list(k.statements), memory=mem,
+                        threads=blk, text=self.summary(k, tiles, blk),
+                        member_points=False, local=self.end_local(k, name[3:]))
+        kp.specialised, self.specialised = self.specialised, {}
         if per_thread_tile(self.options.tile_levels, self.options.block) is not None:
-            plan.per_thread = self.points_per_thread(k, tiles, blk)
-            plan.text += "; per thread: " + " x ".join(map(str, plan.per_thread)) + \
+            kp.per_thread = self.points_per_thread(k, tiles, blk)
+            kp.text += "; per thread: " + " x ".join(map(str, kp.per_thread)) + \
                 " point(s) strided by the block size"
-        self.plans[name] = plan
+        self.plans[name] = kp
         return node.insert_mark(isl.Id(name))
 
     @staticmethod
@@ -1100,6 +1374,7 @@ class _SuperMapper:
             node = node.child(0)
         node = node.insert_filter(self._filter(g.statements, conds).intersect_params(
             _id_bounds(ctx)))
+        node = self.localise_group(node, g)
         if bufs:
             node = graft_copies(self.scop, node, bufs, self.block, self.namer)
             node = node.ancestor(node.get_tree_depth() - depth)
@@ -1318,29 +1593,21 @@ class _SuperMemory:
         array are dropped (:func:`.memory.plan.drop_register_buffers`) only where each
         thread owns one point of the block tile in every group touching it, so the
         register is loaded once per thread point, not once per thread tile."""
-        from .memory.registers import plan_registers
-        from .schedule.superposition import ThreadGroup
         mapper = self.mapper
-        scop, options, plan = mapper.scop, mapper.options, mapper.plan
-        if not options.registers:
+        scop, options = mapper.scop, mapper.options
+        planned = self.register_plan(k, domain, point, n_host)
+        if planned is None:
             return
-        groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
-        if point is None or not k.block and not mapper._thread_dims(k):
-            return
-        mapped = [plan.loop_text(b) for b in k.block] + \
-            [plan.loop_text(d) for g in groups for d in g.dims]
-        used = {s: {b[s][0] for b in k.block} | {d[s][0] for g in groups for d in g.dims
-                                                  if s in d} |
-                {st[s][0] for st in mapper.steps if s in st} for s in k.statements}
-        seq = [scop.statement(s).iterators[lp[0]] for s in k.statements
-               for lp in plan.nests[s].loops if lp[0] not in used[s]]
-        regs, lines = plan_registers(scop, domain, point, self.kname,
-                                     list(dict.fromkeys(mapped)), list(dict.fromkeys(seq)),
-                                     n_host=n_host)
+        regs, lines = planned
         reduced = {a.array for s in k.statements if s in mapper.reductions
                    for a in scop.statement(s).accesses}
+        local = {lb.array for lb in (mapper.local.buffers if mapper.local else [])}
         kept = []
         for r in regs:
+            if r.array in local:
+                lines[r.line] = (f"{self.kname}: {r.array}: not in a register (localised "
+                                 "along a step loop: seed 001's L keeps it across the steps)")
+                continue
             if r.array in reduced:
                 lines[r.line] = (f"{self.kname}: {r.array}: not in a register (a tree "
                                  "reduction's statement accesses it; the reduction keeps its "
@@ -1355,6 +1622,31 @@ class _SuperMemory:
         dropped = drop_register_buffers(self.mem, self.kname, options, 1)
         self.mem.registers = kept
         self.block_bufs = [b for b in self.block_bufs if b.array not in dropped]
+
+    def register_plan(self, k, domain: isl.UnionSet, point: isl.UnionMap | None, n_host: int
+                      ) -> tuple[list, list[str]] | None:
+        """:func:`.memory.registers.plan_registers` on kernel ``k``'s thread points (no
+        side effect: :meth:`registers` applies it; the localisation asks it first, to
+        leave the register arrays alone); None when no register can be planned."""
+        from .memory.registers import plan_registers
+        from .schedule.superposition import ThreadGroup
+        mapper = self.mapper
+        scop, options, plan = mapper.scop, mapper.options, mapper.plan
+        if not options.registers:
+            return None
+        groups = [g for g in _walk_items(k.body) if isinstance(g, ThreadGroup)]
+        if point is None or not k.block and not mapper._thread_dims(k):
+            return None
+        mapped = [plan.loop_text(b) for b in k.block] + \
+            [plan.loop_text(d) for g in groups for d in g.dims]
+        used = {s: {b[s][0] for b in k.block} | {d[s][0] for g in groups for d in g.dims
+                                                  if s in d} |
+                {st[s][0] for st in mapper.steps if s in st} for s in k.statements}
+        seq = [scop.statement(s).iterators[lp[0]] for s in k.statements
+               for lp in plan.nests[s].loops if lp[0] not in used[s]]
+        return plan_registers(scop, domain, point, self.kname,
+                              list(dict.fromkeys(mapped)), list(dict.fromkeys(seq)),
+                              n_host=n_host)
 
     def _one_point(self, k, s: str, tiles: list[int]) -> bool:
         """Each thread runs at most one thread point of statement ``s`` per block: every
@@ -1450,8 +1742,8 @@ def map_superposition(scop: Scop, plan, options: Options) -> MappingResult:
     node = isl.Schedule.from_domain(dom).get_root().child(0)
     node = mapper.items(node, plan.items, False)
     return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops,
-                         mapper.namer.copies, constants=mapper.constants.decls(),
-                         reductions=mapper.grafted())
+                         mapper.namer.copies, mapper.local_copies,
+                         constants=mapper.constants.decls(), reductions=mapper.grafted())
 
 
 def map_schedule(scop: Scop, sched: ScheduleResult, options: Options) -> MappingResult:
@@ -1487,19 +1779,13 @@ def map_to_kir(scop: Scop, sched: ScheduleResult, options: Options
     return map_and_lower(scop, sched, options)[:3]
 
 
-def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
-                  ) -> tuple[kir.Program, str, list[str], MappingResult]:
-    """:func:`map_to_kir`, also returning the mapping the program was lowered from
-    (the pipeline keeps it in ``Compiled.mapping`` for the views)."""
+def _lower_mapping(scop: Scop, sched: ScheduleResult, options: Options,
+                   mapping: MappingResult) -> tuple[kir.Program, MappingResult, list[str]]:
+    """Lower ``mapping`` (buffers dropped past :data:`LOWER_OPERATIONS`, time tiles
+    unlocalised past their budget, each with a note); returns the program, the mapping
+    it came from and the notes."""
     from .isl_util import OperationBudget
     from .lower import lower
-    search_notes: list[str] = []
-    if options.tile_auto:
-        from .memory.tile_search import search_schedule
-        found = search_schedule(scop, sched, options, options.sizes)
-        options = found.options(options)
-        search_notes = [found.summary()] + found.notes
-    mapping = map_schedule(scop, sched, options)
     fallback = []
     if options.shared != "none" and mapping.copies:
         try:
@@ -1539,6 +1825,33 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
                                "--no-time-tiling (the host time loop)") from None
     else:
         program = _lower_bounded(scop, mapping)
+    return program, mapping, fallback
+
+
+def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
+                  ) -> tuple[kir.Program, str, list[str], MappingResult]:
+    """:func:`map_to_kir`, also returning the mapping the program was lowered from
+    (the pipeline keeps it in ``Compiled.mapping`` for the views)."""
+    search_notes: list[str] = []
+    if options.tile_auto:
+        from .memory.tile_search import search_schedule
+        found = search_schedule(scop, sched, options, options.sizes)
+        options = found.options(options)
+        search_notes = [found.summary()] + found.notes
+    mapping = map_schedule(scop, sched, options)
+    try:
+        program, mapping, fallback = _lower_mapping(scop, sched, options, mapping)
+    except (PolymagicError, isl.Error) as e:
+        if not (mapping.local_copies and _superposed(sched, options)):
+            raise
+        # seed 001 moves in a superposition kernel that isl could not print: the same
+        # kernels without localisation (never a crash, never wrong code)
+        why = str(e).splitlines()[0][:120]
+        options = options.with_(localise=None, localise_auto=False)
+        mapping = map_schedule(scop, sched, options)
+        program, mapping, fallback = _lower_mapping(scop, sched, options, mapping)
+        fallback = [f"localisation dropped in the superposition's kernels: generating its "
+                    f"code failed ({why})"] + fallback
     launches = program.launches()
     host = f"host loops: {', '.join(mapping.host_loops)}; " if mapping.host_loops else ""
     blocks = "; ".join(k.summary + f", block {k.block[0]}x{k.block[1]}x{k.block[2]}"

@@ -65,10 +65,12 @@ def test_gemm_accumulator_in_a_register_replaces_its_buffer():
 def test_gemm_global_loads_drop_by_the_k_loop(sizes):
     """Without shared memory (``--shared none``) every k iteration read and wrote
     C[i][j] in global memory; with the register it is read and written once per
-    thread point: N³ - N² fewer loads and stores (reduction-free kernel)."""
+    thread point: N³ - N² fewer loads and stores (reduction-free kernel).  The
+    baseline also turns seed 001's default localisation off (without the register it
+    keeps C[i][j] along k in L, test_superposition_localise)."""
     n = sizes["N"]
     on, r_on, opts = _run("gemm", sizes, shared="none")
-    off, r_off, _ = _run("gemm", sizes, shared="none", registers=False)
+    off, r_off, _ = _run("gemm", sizes, shared="none", registers=False, localise_auto=False)
     assert _registers(on) == {"kernel0": ["C"]} and not _registers(off)
     assert r_off.counters["loads"] - r_on.counters["loads"] == n ** 3 - n ** 2
     assert r_off.counters["stores"] - r_on.counters["stores"] == n ** 3 - n ** 2
@@ -85,7 +87,9 @@ def test_doitgen_sum_in_a_register_across_s(name):
     S0 and the copy S2 still access it: nr·nq·np·(np - 1) fewer loads and stores)."""
     sizes = {"nr": 4, "nq": 3, "np": 26}
     on, r_on, _ = _run(name, sizes, shared="none")
-    off, r_off, _ = _run(name, sizes, shared="none", registers=False)
+    # the baseline without the register nor seed 001's default localisation (which
+    # would keep sum[p] along s in L instead)
+    off, r_off, _ = _run(name, sizes, shared="none", registers=False, localise_auto=False)
     assert _registers(on)["kernel0"] == ["sum"]
     k = on.program.kernels["kernel0"]
     assert any(d.name == "pm_r0_sum" for d in k.registers)
@@ -126,11 +130,11 @@ def test_registers_across_a_step_loop_and_constant_weights():
     T, n = 5, 70
     opts = Options(sizes={"T": T, "n": n}, target="emulator", shared="none")
     on = compile_source(STEPS, opts)
-    off = compile_source(STEPS, opts.with_(registers=False))
+    off = compile_source(STEPS, opts.with_(registers=False, localise_auto=False))
     assert on.schedule.use_superposition
     assert _registers(on) == {"kernel0": ["x", "y"]}
     assert set(on.program.constants) == {"w"}
-    r_on, r_off = run(on, opts), run(off, opts.with_(registers=False))
+    r_on, r_off = run(on, opts), run(off, opts.with_(registers=False, localise_auto=False))
     assert r_on.ok and r_off.ok, (r_on.message, r_off.message)
     assert r_off.counters["loads"] - r_on.counters["loads"] == 4 * T * n - 2 * n
     assert r_off.counters["stores"] - r_on.counters["stores"] == 2 * T * n - 2 * n

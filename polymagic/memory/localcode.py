@@ -209,7 +209,8 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         refs = [(s.name, k) for s in scop.statements if s.name in names
                 for k, acc in enumerate(s.accesses) if acc.array == a]
         if any(r in buffered for r in refs):
-            out.decisions.append(f"{kernel}: {a}: not localised (it has a per-tile buffer)")
+            out.decisions.append(f"{kernel}: {a}: not localised (a per-tile buffer or a register "
+                                 "serves it)")
             continue
         loc = _reusing(scop, prefix, a, window, f"{kernel}: {a}", out.decisions)
         if loc is None:
@@ -290,11 +291,12 @@ def graft_local(scop: Scop, x: isl.ScheduleNode, plan: LocalPlan,
 
 def localise_kernel(scop: Scop, root: isl.ScheduleNode, kernel: str,
                     block: tuple[int, int, int], options, buffered: set[tuple[str, int]],
-                    copies: dict[str, tuple[str, LocalBuffer]], member_text
-                    ) -> tuple[isl.ScheduleNode, LocalPlan | None]:
+                    copies: dict[str, tuple[str, LocalBuffer]], member_text,
+                    refine=None) -> tuple[isl.ScheduleNode, LocalPlan | None]:
     """Apply ``--localise LOOP[:w]`` inside one kernel whose subtree is ``root``;
     returns the node at ``root``'s position and what was done (None: the loop is not
-    a sequential loop of this kernel)."""
+    a sequential loop of this kernel).  ``refine``, when given, is applied to each
+    buffer before its moves are grafted (:func:`exposed_move_in`)."""
     loop, window = options.localise
     found = find_loop(root, loop, member_text)
     if found is None:
@@ -305,6 +307,8 @@ def localise_kernel(scop: Scop, root: isl.ScheduleNode, kernel: str,
         band = band.band_split(j + 1)
     x = band.child(0)
     plan = plan_local(scop, x, options, kernel, block, buffered, window)
+    for lb in plan.buffers if refine is not None else []:
+        refine(scop, lb)
     if plan.buffers:
         x = graft_local(scop, x, plan, copies)
     return x.ancestor(x.get_tree_depth() - depth), plan
@@ -313,7 +317,7 @@ def localise_kernel(scop: Scop, root: isl.ScheduleNode, kernel: str,
 def auto_localise(scop: Scop, root: isl.ScheduleNode, kernel: str,
                   block: tuple[int, int, int], options, buffered: set[tuple[str, int]],
                   copies: dict[str, tuple[str, LocalBuffer]], member_text,
-                  loops: list[str]) -> tuple[isl.ScheduleNode, LocalPlan | None]:
+                  loops: list[str], refine=None) -> tuple[isl.ScheduleNode, LocalPlan | None]:
     """The default (no ``--localise``, no ``--no-localise``): localise along the one of
     ``loops`` (sequential loops each thread runs) whose localisation the analytic model
     predicts to save the most global accesses (seed 001 §4.2's I/O sets counted with
@@ -334,7 +338,7 @@ def auto_localise(scop: Scop, root: isl.ScheduleNode, kernel: str,
             with count_seconds(AUTO_SECONDS):
                 node, plan = localise_kernel(scop, root, kernel, block,
                                              replace(options, localise=(loop, 1)), buffered,
-                                             trial, member_text)
+                                             trial, member_text, refine)
             if plan is None or not plan.buffers:
                 continue
             bufs = plan.buffers
@@ -354,6 +358,41 @@ def auto_localise(scop: Scop, root: isl.ScheduleNode, kernel: str,
     return node, plan
 
 
+def exposed_move_in(scop: Scop, lb: LocalBuffer) -> None:
+    """Seed 001 §4.3 for the move-in (the superposition's L, window 1): an element of
+    ``I(p)`` is loaded only if a read at step ``p`` sees a value from before the step
+    (an upward-exposed read: its last writer in the original order, found by isl's
+    dataflow on the access-level relations, is not at step ``p``).  The others are
+    written at step ``p`` before any read of them (the mapped schedule respects those
+    dependences, with barriers across threads), so loading them is wasted traffic: a
+    recurrence's ``Y[s]``, jacobi-2d-alt's ``B``.  Every access of the array inside
+    the loop is served by ``L`` (the planners take all of an array's references or
+    none), so no read of the step goes to global memory.  Left as is on isl errors or
+    windows above 1."""
+    from .localise import _tagged
+    loc = lb.loc
+    if loc.window != 1 or loc.move_in.is_empty():
+        return
+    try:
+        prefix = lb.prefix
+        reads = _tagged(scop, lb.array, False, prefix)
+        writes = _tagged(scop, lb.array, True, prefix)
+        tagged = reads.domain().union(writes.domain()).unwrap().domain_map()
+        tsched = tagged.apply_range(scop.schedule.intersect_domain(prefix.domain()))
+        tprefix = tagged.apply_range(prefix)
+        if writes.is_empty():
+            return
+        info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
+        flow = info.set_schedule_map(tsched).compute_flow().get_may_dependence()
+        same = tprefix.apply_range(tprefix.reverse())
+        covered = flow.intersect(same).range()
+        exposed = reads.intersect_domain(reads.domain().subtract(covered))
+        needed = tprefix.reverse().apply_range(exposed).extract_map(loc.move_in.get_space())
+        loc.move_in = loc.move_in.intersect(needed).coalesce()
+    except isl.Error:
+        return
+
+
 # ---- a time loop inside one block: L shared by the block's threads --------------------
 
 def _at_sizes(pa: isl.PwAff, sizes: dict) -> int | None:
@@ -368,11 +407,14 @@ def _at_sizes(pa: isl.PwAff, sizes: dict) -> int | None:
 
 
 def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
-                block: tuple[int, int, int], window: int) -> LocalPlan:
+                block: tuple[int, int, int], window: int,
+                skip: dict[str, str] | None = None) -> LocalPlan:
     """Localisation along the time loop of a one-block kernel: every array accessed
     below ``x`` whose cached set fits, addressed modulo its extents so that no
     element ever moves inside L (§4.4: ``(ρ − δ·t) mod s`` for a constant drift,
-    else ``x_d mod e_d`` over the bounding box), extents at the ``--size`` values."""
+    else ``x_d mod e_d`` over the bounding box), extents at the ``--size`` values
+    (none given: only extents bounded for every size).  ``skip``: arrays left alone,
+    with the reason (a superposition step loop's arrays in block buffers or registers)."""
     from .localise import _box_index
     out = LocalPlan()
     prefix = x.get_prefix_schedule_union_map().intersect_domain(x.get_domain())
@@ -386,6 +428,9 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
     total = 0
     np_ = x.get_schedule_depth()
     for a in arrays:
+        if skip and a in skip:
+            out.decisions.append(f"{kernel}: {a}: not localised ({skip[a]})")
+            continue
         loc = _reusing(scop, prefix, a, window, f"{kernel}: {a}", out.decisions)
         if loc is None:
             continue

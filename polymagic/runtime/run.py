@@ -577,9 +577,9 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
     other = {k: v for k, v in fixed.items() if k in ints and int(ints[k]) != v}
     if other:
         raise InputError(
-            "this compilation runs its time loop inside one block specialised to "
+            "this compilation's localised buffers are specialised to "
             + ", ".join(f"{k}={v}" for k, v in fixed.items()) + " (--localise naming a host "
-            "loop); got " + ", ".join(f"{k}={ints[k]}" for k in other)
+            "loop or a superposition step loop); got " + ", ".join(f"{k}={ints[k]}" for k in other)
             + ": compile again with --size " + ",".join(f"{k}={ints[k]}" for k in fixed))
     limits.check_work(scop, ints, target, check)
     sources = inputs.arrays()

@@ -185,15 +185,14 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     only when the plan passes the isl legality check (Lemma 1) and every statement
     that isl's schedule runs in parallel also gets block parallelism from it (the
     restricted forms of §5.1 have no skewing: wavefronts stay with the single
-    mapping).  Otherwise the single mapping is used and a note says why."""
+    mapping).  Otherwise the single mapping is used and a note says why.
+    ``--localise LOOP`` keeps the superposition (seed 001 works inside its kernels:
+    :class:`polymagic.mapping._SuperMapper`), except where LOOP is one of its host
+    loops: the single mapping then runs that loop inside one block (seed 001 §5)."""
     from .superposition import plan_superposition
     if scop.domain.intersect_params(scop.context).is_empty():
         result.notes.append("no statement instance runs (empty iteration domains): "
                             "single mapping used")
-        return
-    if getattr(options, "localise", None) is not None:
-        result.notes.append("--localise works on the single mapping's kernels: "
-                            "superposition not used")
         return
     ctx = scop.context.get_ctx()
     try:
@@ -205,6 +204,12 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
                             "operations: single mapping used")
         return
     result.superposition = plan
+    host = _host_step_loops(plan)
+    loop = options.localise[0] if getattr(options, "localise", None) is not None else None
+    if loop is not None and loop in host:
+        result.notes.append(f"--localise {loop} names a host loop of the superposition: the "
+                            "single mapping runs it inside one block (seed 001 time loop)")
+        return
     if not plan.legal:
         result.notes.append("superposition not legal (" + "; ".join(plan.problems[:3]) +
                             "): single mapping used")
@@ -229,6 +234,21 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     result.use_superposition = True
     if gains:
         result.notes.append("superposition: better coalescing (DL model) for " + ", ".join(gains))
+
+
+def _host_step_loops(plan) -> set[str]:
+    """Source names of the superposition's step loops outside every kernel (host loops:
+    one launch per iteration)."""
+    from .superposition import StepLoop
+    out: set[str] = set()
+
+    def walk(items):
+        for it in items:
+            if isinstance(it, StepLoop):
+                out.update(plan.iterators[s][j] for s, (j, _d) in it.loop.items())
+                walk(it.body)
+    walk(plan.items)
+    return out
 
 
 def _coalescing_gains(plan, sched: isl.Schedule) -> list[str]:
