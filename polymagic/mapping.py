@@ -369,11 +369,13 @@ class _Mapper:
         ``t`` stays in shared memory for step ``t + 1``, only the difference moves
         (:func:`.memory.localcode.plan_shared`, :func:`~.memory.localcode.graft_shared`,
         as for the one-block time loop).  On unless ``--shared none`` or ``--no-localise``; ``--localise
-        LOOP:w`` sets the window; by default only for tiles with one spatial loop (the
-        moves of 2-d skewed tiles cost tens of seconds of isl's AST generation, so
-        only when ``--localise`` asks, with :data:`LOCALISED_TILES_FACTOR` times the
-        budget).  With :data:`TILE_FOOTPRINT` L holds the tile's whole footprint
-        (:meth:`footprint_tile`).  Returns the node at ``seq``'s position."""
+        LOOP:w`` sets the window.  Tiles with 2+ spatial loops take these per-step
+        moves only when ``--localise`` asks (they cost tens of seconds to minutes of
+        isl's AST generation; :data:`LOCALISED_TILES_FACTOR` times the budget); by
+        default their whole footprint is copied in once and written back once
+        (:meth:`box_tile`, about a second).  With :data:`TILE_FOOTPRINT` L holds the
+        tile's whole footprint (:meth:`footprint_tile`).  Returns the node at
+        ``seq``'s position."""
         if self.options.shared == "none" or \
                 self.options.localise is None and not self.options.localise_auto:
             return seq

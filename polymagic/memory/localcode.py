@@ -790,7 +790,8 @@ def _hull_and_guard(rel: isl.Map) -> tuple[isl.Map, isl.Map | None]:
     divs = any(b.dim(isl.dim_type.div) for b in rel.get_basic_maps())
     if rel.n_basic_map() <= 1 and not divs:
         return rel, None
-    return _box_hull(rel), rel
+    box = _box_hull(rel)
+    return box, rel.gist(box).coalesce()      # the guard is only tested inside the box
 
 
 def graft_tile_box(scop: Scop, seq: isl.ScheduleNode, plan: LocalPlan,
