@@ -658,8 +658,9 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
     """Every array a time tile touches in shared memory for the whole tile (seed 001
     §4 with the tile's time loop as the localised loop and a window covering all its
     steps, §4.4's modulo addressing over the bounding box): ``L`` is the box of the
-    tile's footprint, ``x_d mod e_d`` with ``e_d`` the box's largest extent (isl's
-    ``lexmin``/``lexmax`` of one tile's image, parametric in the tile's coordinates),
+    tile's footprint, ``x_d mod e_d`` with ``e_d`` one more than the largest distance
+    of two elements of one tile along ``d`` (:func:`_span_extents` on one tile's image,
+    parametric in the tile's coordinates: the union of its :func:`time_slices`' images),
     so no two elements of one tile share a slot and nothing moves between steps.
 
     ``seq`` is the tile's band of sequential points; its prefix ``p`` (wavefront,
