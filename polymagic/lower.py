@@ -356,7 +356,11 @@ class _Lowerer:
             nxt = _build_index(build, iters, lb.copy_index(name, n_p, next_step=True))
             return kir.Compute(name, Assign(Access(lb.name, lb.row() + nxt), "=", loc))
         glob = Access(lb.array, tuple(args[n_p:]))
-        return kir.Compute(name, Assign(loc, "=", glob) if kind == "in" else Assign(glob, "=", loc))
+        out = kir.Compute(name, Assign(loc, "=", glob) if kind == "in" else Assign(glob, "=", loc))
+        guard = lb.guards.get(name)
+        if guard is None:
+            return out
+        return kir.If(_guard_expr(build, iters, name, guard), [out])
 
     def lowered_body(self, stmt, build: isl.AstBuild, iters: isl.PwMultiAff | None) -> Assign:
         """The statement with every subscript printed by isl at this point of the AST;
@@ -692,6 +696,17 @@ def _build_index(build: isl.AstBuild, iters: isl.PwMultiAff, affs: list[isl.PwAf
         return tuple(out)
     except isl.Error:
         return None
+
+
+def _guard_expr(build: isl.AstBuild, iters: isl.PwMultiAff, stmt: str, guard: isl.Map
+                ) -> Expr:
+    """The condition ``(p, x) ∈ guard`` of a copy statement ``stmt[p..., x...]`` scanned
+    over a superset (:func:`.memory.localcode.graft_tile_box`), printed by the build."""
+    g = guard.wrap().flatten().set_tuple_name(stmt)
+    g = g.align_params(iters.get_space())
+    it = iters.align_params(g.get_space())
+    cond = g.preimage_pw_multi_aff(it)
+    return ast_expr_to_expr(build.expr_from_set(cond))
 
 
 def _universal(f: isl.PwAff) -> isl.PwAff:

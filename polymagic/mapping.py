@@ -369,21 +369,19 @@ class _Mapper:
         ``t`` stays in shared memory for step ``t + 1``, only the difference moves
         (:func:`.memory.localcode.plan_shared`, :func:`~.memory.localcode.graft_shared`,
         as for the one-block time loop).  On unless ``--shared none`` or ``--no-localise``; ``--localise
-        LOOP:w`` sets the window; by default only for tiles with one spatial loop (the
-        moves of 2-d skewed tiles cost tens of seconds of isl's AST generation, so
-        only when ``--localise`` asks, with :data:`LOCALISED_TILES_FACTOR` times the
-        budget).  With :data:`TILE_FOOTPRINT` L holds the tile's whole footprint
-        (:meth:`footprint_tile`).  Returns the node at ``seq``'s position."""
+        LOOP:w`` sets the window.  Tiles with 2+ spatial loops take these per-step
+        moves only when ``--localise`` asks (they cost tens of seconds to minutes of
+        isl's AST generation; :data:`LOCALISED_TILES_FACTOR` times the budget); by
+        default their whole footprint is copied in once and written back once
+        (:meth:`box_tile`, about a second).  With :data:`TILE_FOOTPRINT` L holds the
+        tile's whole footprint (:meth:`footprint_tile`).  Returns the node at
+        ``seq``'s position."""
         if self.options.shared == "none" or \
                 self.options.localise is None and not self.options.localise_auto:
             return seq
-        from .memory.localcode import LocalPlan, graft_shared, plan_shared
+        from .memory.localcode import graft_shared, plan_shared
         if spatial > 1 and self.options.localise is None:
-            plan.local = LocalPlan(decisions=[
-                f"{plan.name[3:]}: the tile's data not localised along t: isl's code for the "
-                "moves of skewed tiles with 2+ spatial loops is slow (jacobi-2d, tiles 2,8,8: "
-                "about 50 s); --localise t asks for it"])
-            return seq
+            return self.box_tile(seq, plan)
         depth = seq.get_tree_depth()
         if seq.band_n_member() > 1:
             seq = seq.band_split(1)
@@ -398,6 +396,22 @@ class _Mapper:
         if plan.local.buffers:
             x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
         return x.ancestor(x.get_tree_depth() - depth)
+
+    def box_tile(self, seq: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
+        """The default for tiles with 2+ spatial loops: each array's whole footprint in
+        shared memory, copied in once before the tile's steps and written back once
+        after them (:func:`.memory.localcode.plan_tile_box`); isl's code for these
+        two copies per array takes about a second where the per-step moves of seed
+        001 (``--localise t``) take 40 s to minutes.  Returns the node at ``seq``'s
+        position."""
+        from .memory.localcode import graft_tile_box, plan_tile_box
+        from .timeblock import time_tiles
+        steps = time_tiles(self.options.time_tiling, 1)[0]
+        plan.local = plan_tile_box(self.scop, seq, self.options, plan.name[3:], plan.block,
+                                   steps)
+        if not plan.local.buffers:
+            return seq
+        return graft_tile_box(self.scop, seq, plan.local, self.local_copies, self.namer)
 
     def footprint_tile(self, seq: isl.ScheduleNode, x: isl.ScheduleNode, plan: KernelPlan,
                        depth: int) -> isl.ScheduleNode:

@@ -313,10 +313,12 @@ def test_jacobi_2d_tiles_4_32_32_compile_under_the_budget_and_match_cpu(sizes):
     generator never projects the wavefront's floors; this used to exceed
     TIME_TILING_OPERATIONS (3,000,000) at these tiles, now it stays inside it
     (measured: 0.7 s of compilation).  Emulator == CPU at sizes not multiples of the
-    tiles; without localisation of 2-d tiles every step reads its five neighbours
-    from global memory (5 loads per point and step, the count of the host loop
-    without buffers), against the host loop's per-tile shared buffers."""
-    compiled, rep = _tt("jacobi-2d.c", sizes, "4,32,32")
+    tiles; without shared memory (``--shared none``) every step reads its five
+    neighbours from global memory (5 loads per point and step, the count of the host
+    loop without buffers), more than the host loop's per-tile shared buffers (by
+    default the tiles keep their data in shared memory and load far less:
+    tests/test_time_tile_footprint.py)."""
+    compiled, rep = _tt("jacobi-2d.c", sizes, "4,32,32", ("--shared", "none"))
     assert rep.ok and rep.checked, rep
     assert "one block per time tile" in _kernel_text(compiled)
     assert "pm_h0" in compiled.cuda              # the wavefront, a kernel parameter

@@ -62,6 +62,9 @@ class LocalBuffer:
     block: tuple[int, int, int]
     refs: list[tuple[str, int]] = field(default_factory=list)
     moves: int = 0                    # passes of the in-situ reorganisation
+    #: copy statement -> ``{ [p] -> A[x] }`` it copies, scanned over its simple hull
+    #: with this set as a guard (:func:`graft_tile_box`)
+    guards: dict[str, isl.Map] = field(default_factory=dict)
 
     @property
     def nbytes(self) -> int:
@@ -637,5 +640,228 @@ def graft_tile_writeback(scop: Scop, band: isl.ScheduleNode, backs: list[LocalBu
         copies[stmt] = ("out", lb)
         node = node.graft_after(_copy_graft(scop, node, stmt, lb.written, lb.block))
     if backs:
+        node = node.graft_after(_sync_graft(scop, node, namer.sync()))
+    return node
+
+
+# ---- a time tile's whole footprint, moved in once (the default for 2-d tiles) ------------
+
+def time_slices(seq: isl.ScheduleNode, prefix: isl.UnionMap, steps: int
+                ) -> list[isl.UnionMap] | None:
+    """``prefix`` (instances -> the tile's prefix ``[w, c_1, ..]``) cut into the tile's
+    ``steps`` time steps: slice ``k`` holds the instances whose skewed time ``b_0`` (the
+    first member of ``seq``) is ``T·c_0 + k``, with ``c_0 = w − c_1 − ...`` the tile's
+    time coordinate (:func:`..timeblock.wavefront_tile_map`).  With the step an
+    affine function of the prefix, the image of a slice under an access has no
+    existential variable, where the image of the whole tile keeps the time step as
+    one (with the skew's strides): isl's AST generator scans the union of the slices'
+    images in about a second, the projection not in minutes.  None when the slices
+    do not cover the tile's instances (checked with isl)."""
+    np_ = seq.get_schedule_depth()
+    if np_ < 1:
+        return None
+    b0 = isl.UnionMap.from_union_pw_aff(seq.band_get_partial_schedule().get_at(0))
+    both = prefix.range_product(b0)
+    ps = [f"p{i}" for i in range(np_)]
+    c0 = " - ".join(ps)
+    out, covered = [], None
+    for k in range(steps):
+        cond = isl.Set(f"{{ [[{', '.join(ps)}] -> [b]] : b = {steps} * ({c0}) + {k} }}")
+        sl = both.intersect_range(isl.UnionSet(cond.align_params(both.get_space())))
+        sl = sl.range_factor_domain()
+        out.append(sl)
+        covered = sl if covered is None else covered.union(sl)
+    if covered is None or not covered.is_equal(prefix):
+        return None
+    return out
+
+
+def _tile_maps(scop: Scop, slices: list[isl.UnionMap], array: str
+               ) -> tuple[list[tuple[str, int]], isl.Map | None, isl.Map | None, isl.Map | None]:
+    """``(refs, F, R, W)`` of ``array`` in one time tile, each ``{ [p] -> A[x] }`` on the
+    tile's prefix ``p`` (the wavefront and tile coordinates, no time step), the union
+    of the images of the tile's time ``slices``: every element the tile touches,
+    reads, writes (``None`` where it does none)."""
+    from .scratchpad import data_spaces
+    refs: list[tuple[str, int]] = []
+    touched, reads, writes = None, None, None
+    for sl in slices:
+        for ds in data_spaces(scop, sl, {array}):
+            if (ds.stmt, ds.ref) not in refs:
+                refs.append((ds.stmt, ds.ref))
+            touched = ds.relation if touched is None else touched.union(ds.relation)
+            if ds.is_write:
+                writes = ds.relation if writes is None else writes.union(ds.relation)
+            else:
+                reads = ds.relation if reads is None else reads.union(ds.relation)
+    co = lambda m: None if m is None else m.coalesce()   # noqa: E731
+    return refs, co(touched), co(reads), co(writes)
+
+
+def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
+                  block: tuple[int, int, int], steps: int) -> LocalPlan:
+    """Every array a time tile touches in shared memory for the whole tile (seed 001
+    §4 with the tile's time loop as the localised loop and a window covering all its
+    steps, §4.4's modulo addressing over the bounding box): ``L`` is the box of the
+    tile's footprint, ``x_d mod e_d`` with ``e_d`` one more than the largest distance
+    of two elements of one tile along ``d`` (:func:`_span_extents` on one tile's image,
+    parametric in the tile's coordinates: the union of its :func:`time_slices`' images),
+    so no two elements of one tile share a slot and nothing moves between steps.
+
+    ``seq`` is the tile's band of sequential points; its prefix ``p`` (wavefront,
+    tile coordinates) identifies the tile.  Each buffer's ``loc.move_in`` is ``R(p)``,
+    the elements the tile reads, copied in once before its first step, and
+    ``loc.move_out`` is ``W(p)``, the elements it writes, copied back once after its
+    last step.  Why the global values are the right ones (with isl's dependences,
+    flow and output value-based, anti memory-based): the tiled schedule respects
+    every dependence and two tiles of one wavefront are joined by none, so for a
+    read ``r`` of ``x`` either its last writer is an earlier instance of this tile
+    (``L[x]`` already holds that value, the global one copied in is never used) or
+    it ran in an earlier wavefront, which has finished and written its ``W`` back,
+    the last of them in program order last (output dependences); no tile of the
+    same launch writes ``x`` (its write would be joined to ``r`` by an anti
+    dependence, or by the chain of output dependences ending in ``r``'s flow
+    dependence), so the copies race with nothing.  The write-back stores every
+    written element: later tiles may read any of them (no liveness analysis,
+    which is what costs minutes on skewed multi-statement nests).
+
+    Only the tile's set is computed, never per-step sets, so isl's AST generation
+    stays at about a second where seed 001's per-step ``I(t)``/``O(t)`` of skewed
+    2-d tiles took 40 s to minutes.  An array whose box does not fit what is left
+    of ``--shared-mem`` (at most :data:`LOCAL_LIMIT`) stays in global memory, with
+    the reason in the decisions."""
+    out = LocalPlan()
+    prefix = seq.get_prefix_schedule_union_map().intersect_domain(seq.get_domain())
+    names: list[str] = []
+    seq.get_domain().foreach_set(lambda s: names.append(s.get_tuple_name()))
+    arrays = [a for a in scop.arrays
+              if any(acc.array == a for s in scop.statements if s.name in names
+                     for acc in s.accesses)]
+    kid = kernel.rsplit("kernel", 1)[-1]
+    limit = min(options.shared_mem, LOCAL_LIMIT)
+    slices = time_slices(seq, prefix, steps)
+    if slices is None:
+        out.decisions.append(f"{kernel}: the tile's data not localised (its time steps are "
+                             "not T·c_0 + k of its prefix)")
+        return out
+    total = 0
+    for a in arrays:
+        refs, touched, reads, writes = _tile_maps(scop, slices, a)
+        if touched is None:
+            continue
+        exts = _span_extents(touched)
+        if None in exts:
+            out.decisions.append(f"{kernel}: {a}: not localised (the tile's footprint is "
+                                 "unbounded)")
+            continue
+        ctype = scop.arrays[a].ctype
+        nbytes = buffer_bytes(ctype, tuple(exts))
+        if total + nbytes > limit:
+            out.decisions.append(
+                f"{kernel}: {a}: not localised (the box of the tile's footprint, "
+                f"{'x'.join(map(str, exts))}, {nbytes} bytes, exceeds the shared memory "
+                f"left to the block, {limit - total} of {limit} bytes)")
+            continue
+        empty = isl.Map.empty(touched.get_space())
+        index = [_array_mod(touched, d, e) for d, e in enumerate(exts)]
+        loc = Localisation(a, 1, refs, touched, reads if reads is not None else empty,
+                           writes if writes is not None else empty, empty, None, index,
+                           list(exts), "box", [], None, writes is not None)
+        lb = LocalBuffer(f"lc{kid}_{a}", a, ctype, tuple(exts), loc, prefix, index, 1,
+                         block, refs)
+        total += nbytes
+        out.buffers.append(lb)
+        out.decisions.append(
+            f"{kernel}: {a}: the tile's whole footprint in shared memory (seed 001 with "
+            f"the tile's steps as one window): {lb.name}[{']['.join(map(str, exts))}], its "
+            "bounding box addressed modulo its extents; the elements the tile reads copied "
+            "in once before its first step" + (", those it writes copied back once after "
+                                               "its last step" if writes is not None else ""))
+    return out
+
+
+def _project_on(m: isl.Map, d: int) -> isl.Map:
+    """``{ [p] -> [x_d] }`` from ``{ [p] -> A[x] }``."""
+    n = m.dim(isl.dim_type.out)
+    return m.project_out(isl.dim_type.out, d + 1, n - d - 1).project_out(isl.dim_type.out, 0, d)
+
+
+def _span_extents(m: isl.Map) -> list[int | None]:
+    """Per dimension ``d``, one more than the largest ``|x_d − y_d|`` of two elements of
+    one ``m(p)`` (over every ``p`` and every parameter; ``None``: unbounded): the
+    extents of a box holding any ``m(p)`` addressed modulo them.  isl's ``deltas`` of
+    ``{ x_d -> y_d }``, cheaper than the lexmin and lexmax of the box's bounds."""
+    out: list[int | None] = []
+    for d in range(m.dim(isl.dim_type.out)):
+        md = _project_on(m, d)
+        spans = md.reverse().apply_range(md).deltas()
+        try:
+            v = spans.dim_max_val(0)
+        except isl.Error:
+            out.append(None)
+            continue
+        out.append(None if not v.is_int() else int(v.to_python()) + 1)
+    return out
+
+
+def _box_hull(rel: isl.Map) -> isl.Map:
+    """A box containing ``rel(p)`` for every ``p``: per dimension, the simple hull's
+    bounds on ``x_d`` alone (of the projection, existential variables removed), so
+    each constraint couples one coordinate with ``p``.  Constraints on ``p`` alone are
+    dropped: the copy runs only for the tile's prefix anyway."""
+    n = rel.dim(isl.dim_type.out)
+    box = isl.Map.universe(rel.get_space())
+    for d in range(n):
+        hull = _project_on(rel, d).simple_hull().remove_divs()
+        keep = isl.BasicMap.universe(hull.get_space())
+        for c in hull.get_constraints():
+            if c.involves_dims(isl.dim_type.out, 0, 1):
+                keep = keep.add_constraint(c)
+        lifted = isl.Map.from_basic_map(keep).insert_dims(isl.dim_type.out, 0, d)
+        lifted = lifted.insert_dims(isl.dim_type.out, d + 1, n - d - 1)
+        lifted = lifted.set_tuple_id(isl.dim_type.out, rel.get_tuple_id(isl.dim_type.out))
+        box = box.intersect(lifted)
+    return box
+
+
+def _hull_and_guard(rel: isl.Map) -> tuple[isl.Map, isl.Map | None]:
+    """The set a copy scans and the guard its statement tests: ``rel`` itself when it
+    is one polyhedron without existential variables, else a box containing it
+    (:func:`_box_hull`, cheap for isl's AST generator) with ``rel`` as the guard (the
+    strides of Gauss-Seidel's ``j += 2`` give its images a parity variable).  A
+    union of a tile's per-step images (jacobi-2d: 12 pieces) scanned directly cost
+    isl's AST generator minutes (with the copy's cyclic distribution over threads);
+    the box plus a guard printed by isl (``expr_from_set``) costs a fraction of a
+    second, and skips the same elements."""
+    divs = any(b.dim(isl.dim_type.div) for b in rel.get_basic_maps())
+    if rel.n_basic_map() <= 1 and not divs:
+        return rel, None
+    box = _box_hull(rel)
+    return box, rel.gist(box).coalesce()      # the guard is only tested inside the box
+
+
+def graft_tile_box(scop: Scop, seq: isl.ScheduleNode, plan: LocalPlan,
+                   copies: dict[str, tuple[str, LocalBuffer]], namer) -> isl.ScheduleNode:
+    """``[move-in, sync, seq, sync, write-back]`` around the tile's sequential band
+    ``seq`` (:func:`plan_tile_box`), the copies distributed over the block's threads;
+    returns the node at ``seq``'s position."""
+    from .plan import _copy_graft, _sync_graft
+
+    def copy(lb: LocalBuffer, stmt: str, kind: str, rel: isl.Map) -> isl.ScheduleNode:
+        copies[stmt] = (kind, lb)
+        scan, guard = _hull_and_guard(rel)
+        if guard is not None:
+            lb.guards[stmt] = guard
+        return _copy_graft(scop, node, stmt, scan, lb.block)
+    node = seq
+    ins = [lb for lb in plan.buffers if not lb.loc.move_in.is_empty()]
+    for lb in ins:
+        node = node.graft_before(copy(lb, f"pm_lin_{lb.name}", "in", lb.loc.move_in))
+    if ins:
+        node = node.graft_before(_sync_graft(scop, node, namer.sync()))
+    outs = [lb for lb in plan.buffers if not lb.loc.move_out.is_empty()]
+    for lb in reversed(outs):
+        node = node.graft_after(copy(lb, f"pm_lout_{lb.name}", "out", lb.loc.move_out))
+    if outs:
         node = node.graft_after(_sync_graft(scop, node, namer.sync()))
     return node
