@@ -44,6 +44,13 @@ def draw_tile(rng: random.Random):
     return tuple(pick() for _ in range(rng.randint(1, 3)))
 
 
+def draw_time_tiling(rng: random.Random):
+    """None (the host time loop) mostly, else T time steps and 1-2 spatial sizes."""
+    if rng.random() >= 0.12:
+        return None
+    return (rng.randint(1, 6),) + tuple(rng.randint(2, 40) for _ in range(rng.randint(1, 2)))
+
+
 def draw_block(rng: random.Random):
     """None or 1-3 thread counts (x, y, z) with at most 1024 threads in all."""
     if rng.random() < 0.45:
@@ -95,6 +102,10 @@ OPTION_SPACE: tuple[Dimension, ...] = (
     # 16-byte chunk copies (seed 002 §3.4, on by default): element copies only
     Dimension("vector", lambda r: r.choice((None, None, False)),
               lambda v: ["--no-vector"], code=True),
+    # time-skewed tiles (issue 5) of whatever permutable band isl finds: T steps,
+    # then the skewed loops' sizes (the tiles' footprint copied into shared memory)
+    Dimension("time_tiling", draw_time_tiling,
+              lambda v: ["--time-tiling", _sizes_list(v)], code=True),
 )
 
 
