@@ -62,10 +62,14 @@ VARIANTS: dict[str, tuple[list[str] | Callable[[Kernel], list[str] | None], str]
     "tile-auto": (["--tile", "auto"], "+ tile sizes from the tile search (seed 000 §4.3)"),
     "localisation": (lambda k: ["--localise", k.localise] if k.localise else None,
                      "+ localisation along a sequential loop (seed 001)"),
+    "time-tiling": (lambda k: ["--time-tiling", "4"] if {"tsteps", "tmax"} & set(k.small)
+                    else None,
+                    "time-skewed tiles of 4 steps (32 points per spatial loop), their "
+                    "footprint in shared memory, one launch per wavefront (issue 5)"),
     "default": ([], "every stage at its default"),
 }
 DEFAULT_VARIANTS = ("single", "superposition", "shared", "registers", "tile-auto",
-                    "localisation", "default")
+                    "localisation", "time-tiling", "default")
 CPU_OPT = "-O3 -march=native"
 
 
