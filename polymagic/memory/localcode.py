@@ -409,6 +409,19 @@ def _at_sizes(pa: isl.PwAff, sizes: dict) -> int | None:
     return _constant_bound(pa)
 
 
+def _prefix_and_arrays(scop: Scop, x: isl.ScheduleNode
+                       ) -> tuple[isl.UnionMap, list[str], list[str]]:
+    """The prefix schedule of the instances below ``x``, their statements' names and
+    the arrays they access (in the Scop's order)."""
+    prefix = x.get_prefix_schedule_union_map().intersect_domain(x.get_domain())
+    names: list[str] = []
+    x.get_domain().foreach_set(lambda s: names.append(s.get_tuple_name()))
+    arrays = [a for a in scop.arrays
+              if any(acc.array == a for s in scop.statements if s.name in names
+                     for acc in s.accesses)]
+    return prefix, names, arrays
+
+
 def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
                 block: tuple[int, int, int], window: int,
                 skip: dict[str, str] | None = None) -> LocalPlan:
@@ -420,12 +433,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
     with the reason (a superposition step loop's arrays in block buffers or registers)."""
     from .localise import _box_index
     out = LocalPlan()
-    prefix = x.get_prefix_schedule_union_map().intersect_domain(x.get_domain())
-    names: list[str] = []
-    x.get_domain().foreach_set(lambda s: names.append(s.get_tuple_name()))
-    arrays = [a for a in scop.arrays
-              if any(acc.array == a for s in scop.statements if s.name in names
-                     for acc in s.accesses)]
+    prefix, names, arrays = _prefix_and_arrays(scop, x)
     kid = kernel.rsplit("kernel", 1)[-1]
     sizes = options.sizes
     total = 0
@@ -731,12 +739,7 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
     of ``--shared-mem`` (at most :data:`LOCAL_LIMIT`) stays in global memory, with
     the reason in the decisions."""
     out = LocalPlan()
-    prefix = seq.get_prefix_schedule_union_map().intersect_domain(seq.get_domain())
-    names: list[str] = []
-    seq.get_domain().foreach_set(lambda s: names.append(s.get_tuple_name()))
-    arrays = [a for a in scop.arrays
-              if any(acc.array == a for s in scop.statements if s.name in names
-                     for acc in s.accesses)]
+    prefix, names, arrays = _prefix_and_arrays(scop, seq)
     kid = kernel.rsplit("kernel", 1)[-1]
     limit = min(options.shared_mem, LOCAL_LIMIT)
     slices = time_slices(seq, prefix, steps)
