@@ -500,9 +500,9 @@ class _Mapper:
         threads, and (for buffers, seed 000 §4.1, or per-thread tiles) the sequential
         members sub-tiled.  When the sub-tiles end up holding no buffer the band is
         mapped again without them, reusing the memory plan (``reuse``): a sub-tile
-        loop staging nothing only costs isl's AST generator (fuzz finding 36: tiles
-        33,34 over a three-statement band with parametric members, over 40M operations
-        with the sub-tile band, 1 s without)."""
+        loop staging nothing (and jamming no per-thread point loops) only costs isl's
+        AST generator (fuzz finding 36: tiles 33,34 over a three-statement band with
+        parametric members, over 40M operations with the sub-tile band, 1 s without)."""
         name = self.new_name()
         original = node
         n = node.band_n_member()
@@ -585,7 +585,8 @@ class _Mapper:
             plan.memory.registers, plan.memory.decisions = regs, plan.memory.decisions + lines
             drop_register_buffers(plan.memory, name[3:], self.options,
                                   math.prod(-(-mm.tile // mm.threads) for mm in members))
-        if s and self.per_thread is None and not (plan.memory and plan.memory.buffers):
+        jams = self.per_thread is not None and rectangular      # see jam_point_band below
+        if s and not jams and not (plan.memory and plan.memory.buffers):
             memory = plan.memory or KernelMemory()
             subbed = ", ".join(_member_text(full, j) for j in range(m, m + s))
             memory.decisions = memory.decisions + [
