@@ -494,8 +494,11 @@ class _Mapper:
         node = node.band_set_permutable(1)
         return atomic(node)
 
-    def parallel_kernel(self, node: isl.ScheduleNode, reuse: KernelMemory | None = None
-                        ) -> isl.ScheduleNode:
+    def parallel_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
+        return self._parallel_kernel(node)
+
+    def _parallel_kernel(self, node: isl.ScheduleNode, reuse: KernelMemory | None = None
+                         ) -> isl.ScheduleNode:
         """A kernel from a band with ``m`` leading coincident members: block tiles,
         threads, and (for buffers, seed 000 §4.1, or per-thread tiles) the sequential
         members sub-tiled.  When the sub-tiles end up holding no buffer the band is
@@ -591,7 +594,7 @@ class _Mapper:
             subbed = ", ".join(_member_text(full, j) for j in range(m, m + s))
             memory.decisions = memory.decisions + [
                 f"{name[3:]}: {subbed} not sub-tiled: no buffer to stage"]
-            return self.parallel_kernel(original, memory)
+            return self._parallel_kernel(original, memory)
         if m:
             self.constant_arrays(plan, domain, host_prefix, full, n, m,
                                  node.get_schedule_depth())
