@@ -509,7 +509,19 @@ class _Mapper:
         return atomic(node)
 
     def parallel_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
+        return self._parallel_kernel(node)
+
+    def _parallel_kernel(self, node: isl.ScheduleNode, reuse: KernelMemory | None = None
+                         ) -> isl.ScheduleNode:
+        """A kernel from a band with ``m`` leading coincident members: block tiles,
+        threads, and (for buffers, seed 000 §4.1, or per-thread tiles) the sequential
+        members sub-tiled.  When the sub-tiles end up holding no buffer the band is
+        mapped again without them, reusing the memory plan (``reuse``): a sub-tile
+        loop staging nothing (and jamming no per-thread point loops) only costs isl's
+        AST generator (fuzz finding 36: tiles 33,34 over a three-statement band with
+        parametric members, over 40M operations with the sub-tile band, 1 s without)."""
         name = self.new_name()
+        original = node
         n = node.band_n_member()
         m = min(leading_coincident(node), 3)
         full = node.band_get_partial_schedule()
@@ -519,7 +531,7 @@ class _Mapper:
         # sub-tile the sequential members too when buffers may be used (seed 000 §4.1),
         # or when each thread owns a per-thread tile (the point loops jam inside them)
         sub = self.options.shared != "none" or self.per_thread is not None
-        s = n - m if sub and n > m and node.band_get_permutable() else 0
+        s = n - m if sub and reuse is None and n > m and node.band_get_permutable() else 0
         seq = [_member_text(full, i) for i in range(m + s, n)]
         if n > m + s:
             node = node.band_split(m + s)
@@ -566,14 +578,16 @@ class _Mapper:
         depth = node.get_tree_depth()
         outer = node.child(0)                       # sub-tile band, or the point band
         inner = outer.child(0) if s else outer
-        if self.options.shared != "none" and not rectangular:
+        if reuse is not None:
+            plan.memory = reuse
+        elif self.options.shared != "none" and not rectangular:
             plan.memory = KernelMemory(decisions=[
                 f"{name[3:]}: no buffers: the tiles are skewed (band or host loops are not plain "
                 "loop iterators); buffers over skewed tiles are not planned yet"])
         elif self.options.shared != "none":
             plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name[3:],
                                              host_prefix)
-        if self.options.registers and m:
+        if self.options.registers and m and reuse is None:
             from .memory.registers import plan_registers
             mapped = full.drop_dims(isl.dim_type.set, m, n - m) if n > m else full
             point = host_prefix.flat_range_product(isl.UnionMap.from_multi_union_pw_aff(mapped))
@@ -588,6 +602,13 @@ class _Mapper:
             plan.memory.registers, plan.memory.decisions = regs, plan.memory.decisions + lines
             drop_register_buffers(plan.memory, name[3:], self.options,
                                   math.prod(-(-mm.tile // mm.threads) for mm in members))
+        jams = self.per_thread is not None and rectangular      # see jam_point_band below
+        if s and not jams and not (plan.memory and plan.memory.buffers):
+            memory = plan.memory or KernelMemory()
+            subbed = ", ".join(_member_text(full, j) for j in range(m, m + s))
+            memory.decisions = memory.decisions + [
+                f"{name[3:]}: {subbed} not sub-tiled: no buffer to stage"]
+            return self._parallel_kernel(original, memory)
         if m:
             self.constant_arrays(plan, domain, host_prefix, full, n, m,
                                  node.get_schedule_depth())

@@ -177,3 +177,44 @@ def test_every_kernel_generated_alone_matches_the_cpu(monkeypatch):
             opts = Options(sizes=sizes, target="emulator", **kw)
             report = run(compile_source(src + "\n", opts), opts)
             assert report.ok, (name, report.message)
+
+
+# 36: tiles 33,34 over 3x32 threads (seed 9494000156): the sequential members of the
+# three-statement band (per-statement parametric values, ``M``, ``N + T``) were
+# sub-tiled with no buffer to stage in them; isl's AST generator spent more than
+# 40M operations on the sub-tile band (a CompileError after 60-150 s).  A band whose
+# sub-tiles stage nothing is now mapped without them: about 1 s.
+UNSTAGED_SUB_TILES = """
+void fz(int N, int M, int T, double beta, double A[N + T + 6][2 * M + T + 2], float B[M + N + 1][N + 1][M + 1], double C[M + 1][N + 1]) {
+  for (int t = 0; t < T; t++) {
+    for (int i = 8 - 1; i >= 2; i--) {
+      for (int j = i + 1; j < N; j++) {
+        for (int k = 0; k < M; k++) {
+          A[i - 2][2 * k + 2] *= 0.75;
+        }
+      }
+    }
+    for (int i = 1; i < T; i++) {
+      A[i + 2][T - i] = 0.125 * A[i + 2][T - i - 1] + 0.0625 * A[i + 2][T - i + 2] * beta + 0.0625;
+    }
+    for (int i = 1; i <= N - 2; i++) {
+      for (int j = 1; j < M; j++) {
+        A[i][j] = 0.25 * A[i + 1][j + 1] + 0.0625 * B[j - i + N][i][j] + 0.0625 * C[j - 1][i + 1] + 0.0625;
+      }
+    }
+  }
+}"""
+
+
+def test_sub_tiles_without_buffers_are_not_generated():
+    import time
+    from polymagic.options import make_parser, options_from_namespace
+    ns = make_parser().parse_args("--tile 33,34 --block 3,32 --shared-mem 512B --delta 0.0 "
+                                  "--no-vector --target emulator --size N=19,M=24,T=4".split())
+    opts = options_from_namespace(ns)
+    t0 = time.perf_counter()
+    compiled = compile_source(UNSTAGED_SUB_TILES, opts)
+    assert time.perf_counter() - t0 < 20
+    assert any("not sub-tiled: no buffer to stage" in n for n in compiled.notes)
+    report = run(compiled, opts)
+    assert report.ok, report.message
