@@ -1877,16 +1877,17 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options
     try:
         program, mapping, fallback = _lower_mapping(scop, sched, options, mapping)
     except (PolymagicError, isl.Error) as e:
-        if not (mapping.local_copies and _superposed(sched, options)):
+        if not mapping.local_copies:
             raise
-        # seed 001 moves in a superposition kernel that isl could not print: the same
-        # kernels without localisation (never a crash, never wrong code)
+        # seed 001 moves that isl could not print (a superposition kernel's, or the
+        # single mapping's with a window of 2 over a box placement: fuzz finding 37):
+        # the same kernels without localisation (never a crash, never wrong code)
         why = str(e).splitlines()[0][:120]
         options = options.with_(localise=None, localise_auto=False)
         mapping = map_schedule(scop, sched, options)
         program, mapping, fallback = _lower_mapping(scop, sched, options, mapping)
-        fallback = [f"localisation dropped in the superposition's kernels: generating its "
-                    f"code failed ({why})"] + fallback
+        fallback = [f"localisation dropped: generating the code of its moves failed "
+                    f"({why})"] + fallback
     launches = program.launches()
     host = f"host loops: {', '.join(mapping.host_loops)}; " if mapping.host_loops else ""
     blocks = "; ".join(k.summary + f", block {k.block[0]}x{k.block[1]}x{k.block[2]}"
