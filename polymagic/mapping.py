@@ -1000,6 +1000,17 @@ class _SuperMapper:
                     if lp[0] not in used and its[lp[0]] not in out]
         return out
 
+    def _same_loops(self, g) -> bool:
+        """Whether every statement of group ``g`` runs the same source loops (by
+        iterator name) on each block and thread dimension."""
+        for dims in (g.dims, self.kernel_block):
+            for d in dims:
+                names = {self.scop.statement(s).iterators[d[s][0]]
+                         for s in g.statements if s in d}
+                if len(names) > 1:
+                    return False
+        return True
+
     def localise_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
         """Seed 001 §4 inside thread group ``g`` (``node``: its thread filter): along a
         loop each thread runs sequentially (``--localise LOOP[:w]``, else the one the
@@ -1018,10 +1029,19 @@ class _SuperMapper:
         if forced and opts.localise[0] not in loops or not forced and \
                 not (opts.localise_auto and loops):
             return node
-        depth = node.get_tree_depth()
-        orig = node.child(0).child(0) if g.dims else node.child(0)
         kname = self.memory.kname + (f"g{len(self.local.buffers)}" if self.local.buffers
                                      else "")
+        if not self._same_loops(g):
+            # fuzz finding 38: statements fused into one group with other loops on its
+            # blocks or threads (S2's l and S3's i on thread x): the moves ran in blocks
+            # that do not own the group's points (a cross-block race on the emulator)
+            self.local.decisions.append(
+                f"{kname}: not localised along a thread's loop: its statements "
+                f"{', '.join(g.statements)} run different loops on the blocks or threads "
+                "(their moves are not yet confined to each statement's blocks)")
+            return node
+        depth = node.get_tree_depth()
+        orig = node.child(0).child(0) if g.dims else node.child(0)
         trial: dict = {}
         buffered = self._local_refs(g.statements)
         try:
