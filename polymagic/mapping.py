@@ -993,12 +993,16 @@ class _SuperMapper:
         localisation."""
         out: list[str] = []
         for s in g.statements:
-            used = {d[s][0] for d in g.dims} | {st[s][0] for st in self.steps if s in st} | \
-                {b[s][0] for b in self.kernel_block if s in b}
             its = self.scop.statement(s).iterators
-            out += [its[lp[0]] for lp in self.plan.nests[s].loops
-                    if lp[0] not in used and its[lp[0]] not in out]
+            out += [its[lp[0]] for lp in self._unmapped(g, s) if its[lp[0]] not in out]
         return out
+
+    def _unmapped(self, g, s: str) -> list:
+        """The loops of statement ``s`` (of group ``g``) that are neither a thread, a
+        block nor a step loop, outermost first (its nest's ``loops`` entries)."""
+        used = {d[s][0] for d in g.dims} | {b[s][0] for b in self.kernel_block if s in b} | \
+            {st[s][0] for st in self.steps if s in st}
+        return [lp for lp in self.plan.nests[s].loops if lp[0] not in used]
 
     def _same_loops(self, g) -> bool:
         """Whether every statement of group ``g`` runs the same source loops (by
@@ -1473,9 +1477,7 @@ class _SuperMapper:
         nor a step loop (the loop :meth:`sub_tile` tiles), None without one."""
         out: dict[str, str | None] = {}
         for s in g.statements:
-            used = {d[s][0] for d in g.dims} | {b[s][0] for b in self.kernel_block if s in b} | \
-                {st[s][0] for st in self.steps if s in st}
-            free = [lp for lp in self.plan.nests[s].loops if lp[0] not in used]
+            free = self._unmapped(g, s)
             out[s] = self._loop(free[0]) if free else None
         return out
 

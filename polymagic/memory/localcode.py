@@ -569,7 +569,7 @@ def _box_extents(m: isl.Map) -> list[int | None]:
     n = m.dim(isl.dim_type.out)
     out: list[int | None] = []
     for d in range(n):
-        md = m.project_out(isl.dim_type.out, d + 1, n - d - 1).project_out(isl.dim_type.out, 0, d)
+        md = _project_on(m, d)
         lo = md.lexmin_pw_multi_aff().get_pw_aff(0)
         hi = md.lexmax_pw_multi_aff().get_pw_aff(0)
         out.append(_constant_bound(hi.sub(lo).add_constant_val(isl.Val(1)).ceil()))
