@@ -98,7 +98,7 @@ def run_autotune(source: str, options: Options, lang: str = "c"):
 
 
 def cmd_cuda(source: str, options: Options, lang: str = "c") -> int:
-    from .pipeline import compile_source
+    from .compiler import compile_source
     if options.autotune:
         _, options = run_autotune(source, options, lang)
     compiled = compile_source(source, options, language=lang)
@@ -107,7 +107,7 @@ def cmd_cuda(source: str, options: Options, lang: str = "c") -> int:
 
 
 def cmd_run(source: str, options: Options, lang: str = "c") -> int:
-    from .pipeline import compile_source
+    from .compiler import compile_source
     from .runtime.run import run
     tuned = None
     if options.autotune:

@@ -92,8 +92,8 @@ class PolyMagics(Magics):
     def _compile_and_run(self, cell: str, options: Options):
         """Pipeline + runtime; user mistakes become a traceback-free UsageError.
         Returns the compilation and options specialised to the namespace arrays'
-        layout (:func:`polymagic.pipeline.specialise_layout`) and the report."""
-        from .pipeline import compile_source, specialise_layout
+        layout (:func:`polymagic.compiler.specialise_layout`) and the report."""
+        from .compiler import compile_source, specialise_layout
         from .runtime.run import run
         try:
             compiled = compile_source(cell, options, language=language(options))

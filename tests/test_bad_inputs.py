@@ -117,7 +117,7 @@ def unchanged(ns: dict, before: dict) -> bool:
 
 def via_api(e: Entry, ns: dict) -> None:
     from polymagic.options import parse_options
-    from polymagic.pipeline import compile_source
+    from polymagic.compiler import compile_source
     from polymagic.runtime.run import run
     opts = parse_options(e.options)
     run(compile_source(e.source, opts), opts, namespace=ns)
@@ -126,7 +126,7 @@ def via_api(e: Entry, ns: dict) -> None:
 def via_callable(e: Entry, ns: dict) -> None:
     """Compile with the options (no namespace), then call with the arrays."""
     from polymagic.options import parse_options
-    from polymagic.pipeline import compile_source
+    from polymagic.compiler import compile_source
     from polymagic.runtime.run import make_callable
     opts = parse_options(e.options)
     fn = make_callable(compile_source(e.source, opts), opts)

@@ -758,7 +758,7 @@ class GpuFunction:
             compiled = self._compiled.get(key)
             options = self._options()
             if compiled is None:
-                from ..pipeline import compile_source
+                from ..compiler import compile_source
                 compiled = compile_source(_Keyed(self.source, key), options, language="python")
                 self._compiled[key] = compiled
         except _Unsupported as e:
@@ -793,7 +793,7 @@ class GpuFunction:
                     sizes[p.name] = int(arrays[m.group(1)].shape[int(m.group(2))])
         o = options.with_(sizes={**options.sizes, **sizes}, inputs=None)
         inputs = gather_inputs(scop, o, arrays, where="the arguments")
-        from ..pipeline import specialise_layout
+        from ..compiler import specialise_layout
         compiled, o = specialise_layout(compiled, o, arrays)
         return execute(compiled, o, inputs, check=self.check,
                        unchecked="not checked (@polymagic.gpu(check=True) compares with "

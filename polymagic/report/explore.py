@@ -1,6 +1,6 @@
 """What the pictures and the exploration widgets show, computed (no IPython, no widgets).
 
-The pipeline's :class:`~polymagic.pipeline.Compiled` keeps the mapping stage's result
+The pipeline's :class:`~polymagic.compiler.Compiled` keeps the mapping stage's result
 (``Compiled.mapping``: what the code was generated from); :func:`mapping_of` reads
 it (re-running the mapping only for options other than the compile's, cached by
 source + options) and keeps, per kernel, what the pictures need:
@@ -112,10 +112,11 @@ def mapping_of(compiled, options: Options) -> MappingInfo:
     """The mapping stage's plans and filters for ``compiled`` (cached)."""
     from ..mapping import map_schedule
     kept = getattr(compiled, "mapping", None)
-    if kept is not None and getattr(compiled, "options_key", None) != options.key():
+    if kept is not None and compiled.options.size_independent() != \
+            options.compile.size_independent():
         kept = None                      # another configuration than the compile's
     options = effective_options(compiled, options)
-    key = (compiled.scop.source, compiled.scop.language, options.key(),
+    key = (compiled.scop.source, compiled.scop.language, options.compile.size_independent(),
            id(kept) if kept is not None else None)
     hit = _MAPPINGS.get(key)
     if hit is not None and (kept is None or hit.source is kept):
@@ -585,7 +586,7 @@ def run_variants(source: str, options: Options, variants: Mapping[str, Mapping],
     """Compile and run one configuration per variant (``{'none': {'shared': 'none'}}``:
     label -> Options fields); returns label -> RunReport.  Arrays in ``namespace``
     are inputs only: every variant runs on copies."""
-    from ..pipeline import compile_source
+    from ..compiler import compile_source
     from ..runtime.run import run
     ns = {k: (v.copy() if isinstance(v, np.ndarray) else v)
           for k, v in (namespace or {}).items()}

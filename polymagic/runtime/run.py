@@ -639,7 +639,7 @@ class PolyFunction:
     reference (results are then written only if the check passes).  Nothing is
     recompiled, except for arrays whose layout (a transposed or strided view)
     changes which loop the superposition's coalescing model puts on thread x
-    (:func:`polymagic.pipeline.specialise_layout`, cached per layout); device
+    (:func:`polymagic.compiler.specialise_layout`, cached per layout); device
     modules are built once and reused.  Returns the :class:`RunReport`.
     """
 
@@ -672,7 +672,7 @@ class PolyFunction:
         options = self.options.with_(sizes=values, inputs=None)
         inputs = gather_inputs(scop, options, arrays, defaults=self.options.sizes,
                                where="the arguments")
-        from ..pipeline import specialise_layout
+        from ..compiler import specialise_layout
         compiled, options = specialise_layout(self.compiled, options, arrays)
         return execute(compiled, options, inputs, check=check,
                        unchecked="not checked (pass check=True to compare with the CPU reference)")

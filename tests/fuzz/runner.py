@@ -89,7 +89,7 @@ def _refusal(exc: BaseException, case: Case) -> bool:
 def run_case(case: Case, compile_only: bool = False) -> Outcome:
     """Compile and run one case (only compile with ``compile_only``: enough to
     shrink a failure of the pipeline itself); never raises."""
-    from polymagic import pipeline
+    from polymagic import compiler
     from polymagic.options import parse_options
     from polymagic.runtime import run as rt
     t0 = time.perf_counter()
@@ -97,7 +97,7 @@ def run_case(case: Case, compile_only: bool = False) -> Outcome:
     try:
         opts = parse_options(case.cli())
         stage = "compile"
-        compiled = pipeline.compile_source(case.source, opts, language=case.language)
+        compiled = compiler.compile_source(case.source, opts, language=case.language)
         if compile_only:
             return Outcome(PASS, "", time.perf_counter() - t0, stage)
         stage = "run"

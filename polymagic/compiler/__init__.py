@@ -1,0 +1,10 @@
+"""The compiler: source -> Scop -> Dependences -> Schedule -> (tile choice, mapping,
+memory plan, lowering) -> printers, driven from one place
+(:func:`~polymagic.compiler.driver.compile_source`).
+
+Stages never import this package: it imports them, in the order they run.
+"""
+from .driver import Compiled, StageLog, array_layout, clear_caches, compile_source, specialise_layout
+
+__all__ = ["compile_source", "Compiled", "StageLog", "clear_caches", "specialise_layout",
+           "array_layout"]
