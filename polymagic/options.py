@@ -266,38 +266,30 @@ class Options:
     tune: TuneOptions
 
     def __init__(self, **kw) -> None:
+        # the parts themselves may be given too (dataclasses.replace passes them)
+        given = {part: kw.pop(part) for part, _cls in _PARTS if part in kw}
         unknown = sorted(set(kw) - set(_OWNERS))
         if unknown:
             raise TypeError(f"Options got unexpected keyword(s): {', '.join(unknown)}")
         for part, cls in _PARTS:
-            names = {f.name for f in fields(cls)}
-            object.__setattr__(self, part, cls(**{k: v for k, v in kw.items() if k in names}))
+            mine = {k: v for k, v in kw.items() if part in _OWNERS[k]}
+            base = given.get(part)
+            object.__setattr__(self, part, cls(**mine) if base is None else
+                               replace(base, **mine) if mine else base)
 
     @classmethod
     def of(cls, compile: CompileOptions = CompileOptions(), run: RunOptions = RunOptions(),
            report: ReportOptions = ReportOptions(), tune: TuneOptions = TuneOptions()
            ) -> "Options":
         """The facade over given parts."""
-        out = object.__new__(cls)
-        for name, value in (("compile", compile), ("run", run), ("report", report),
-                            ("tune", tune)):
-            object.__setattr__(out, name, value)
-        return out
+        return cls(compile=compile, run=run, report=report, tune=tune)
 
     def __reduce__(self):
         return Options.of, (self.compile, self.run, self.report, self.tune)
 
     def with_(self, **kw) -> "Options":
         """A copy with the given fields replaced (in every part that has them)."""
-        unknown = sorted(set(kw) - set(_OWNERS))
-        if unknown:
-            raise TypeError(f"Options.with_ got unexpected keyword(s): {', '.join(unknown)}")
-        parts = {}
-        for part, cls in _PARTS:
-            mine = {k: v for k, v in kw.items() if part in _OWNERS[k]}
-            value = getattr(self, part)
-            parts[part] = replace(value, **mine) if mine else value
-        return Options.of(**parts)
+        return replace(self, **kw)
 
     def __repr__(self) -> str:
         given = []
