@@ -83,3 +83,13 @@ def test_options_hash_and_read_like_before():
     p = o.with_(sizes={"N": 8}, quiet=True)
     assert p.compile.sizes == p.run.sizes == {"N": 8} and p.report.quiet
     assert o.compile.with_(shared="none").shared == "none"
+
+
+def test_show_stages_lists_each_stage_with_its_result():
+    from polymagic.report.views import view
+    c = compile_source(GEMM, Options(sizes={"N": 64}))
+    text = view("stages", c).text
+    lines = text.splitlines()
+    assert [ln.split()[0] for ln in lines] == ["parse", "dependences", "schedule",
+                                               "lowering", "cuda", "host"], text
+    assert "gemm: 1 statement(s)" in lines[0] and "kernel(s)" in lines[3]

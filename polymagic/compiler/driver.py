@@ -239,7 +239,8 @@ def _describe_text(text: str) -> str:
 
 # ---- layouts discovered at call time ------------------------------------------------
 
-def array_layout(scop: Scop, arrays: Mapping[str, object]) -> tuple[tuple[str, tuple[int, ...]], ...]:
+def array_layout(scop: Scop, arrays: Mapping[str, object]
+                 ) -> tuple[tuple[str, tuple[int, ...]], ...]:
     """Element strides (absolute) of the given arrays that are not row-major
     contiguous — transposes, column slices, Fortran order — sorted by name; arrays
     laid out as declared are left out, so contiguous inputs give ``()``."""
