@@ -103,7 +103,7 @@ def _compile():
     try:
         from polymagic.compiler import compile_source
     except ImportError:
-        from polymagic.compiler import compile_source
+        from polymagic.pipeline import compile_source
     return compile_source
 
 
