@@ -186,21 +186,19 @@ class ElfInfo:
 
 
 def _nv_info_entries(data: bytes):
-    """(attribute, value bytes) of an ``.nv.info`` section: 1-byte format, 1-byte
-    attribute, then no value (format 1), 2 bytes (2, 3), or a 2-byte size and that
-    many bytes (4)."""
+    """(attribute, value bytes) of an ``.nv.info`` section: each entry is a 1-byte
+    format, a 1-byte attribute and 2 bytes holding the value (formats 1-3) or the
+    size of the value that follows (format 4, EIFMT_SVAL)."""
     i = 0
-    while i + 2 <= len(data):
+    while i + 4 <= len(data):
         fmt, attr = data[i], data[i + 1]
         if fmt == 4:
             (n,) = struct.unpack_from("<H", data, i + 2)
             yield attr, data[i + 4:i + 4 + n]
             i += 4 + n
-        elif fmt in (2, 3):
+        else:
             yield attr, data[i + 2:i + 4]
             i += 4
-        else:
-            i += 2
 
 
 def read_elf(cubin: bytes) -> dict[str, ElfInfo]:
@@ -517,10 +515,13 @@ def fp_ops(assign) -> int:
 
 
 def kernel_statements(compiled) -> dict[str, list[str]]:
-    """Statements of each generated kernel (the mapping's plans)."""
-    plans = compiled.mapping.plans
-    return {(p[len("pm_"):] if p.startswith("pm_") else p): list(plan.statements)
-            for p, plan in plans.items()}
+    """The source statements each generated kernel computes (its KIR ``Compute``
+    nodes that name a statement of the Scop; copies and register moves excluded)."""
+    from polymagic import kir
+    names = {st.name for st in compiled.scop.statements}
+    return {k: sorted({n.stmt for n in kir.walk(kk.body)
+                       if isinstance(n, kir.Compute) and n.stmt in names})
+            for k, kk in compiled.program.kernels.items()}
 
 
 CTYPE_BYTES = {"float": 4, "double": 8, "int": 4, "long": 8, "short": 2, "char": 1}
@@ -829,8 +830,9 @@ def to_json(r: ProgramReport) -> dict:
          "ppcg_size": r.ppcg.size if r.ppcg else None, "kernels": []}
     for k in r.kernels:
         kd = asdict(k)
-        kd["mix"].update(fma=k.mix.fma, fp=k.mix.fp, fma_share=k.mix.fma_share,
-                         fma_per_lds=k.mix.fma_per_lds)
+        for key, mix in (("mix", k.mix), ("nest_mix", k.nest_mix)):
+            kd[key].update(fma=mix.fma, fp=mix.fp, fma_share=mix.fma_share,
+                           fma_per_lds=mix.fma_per_lds)
         kd["model"]["total_s"] = k.model.total_s
         d["kernels"].append(kd)
     return d
@@ -859,11 +861,10 @@ def main(argv=None) -> int:
         return 2
     from suite import select
     names = [n.strip() for n in a.kernels.split(",") if n.strip()]
+    in_suite = [n for n in names if n in {k.name for k in SUITE}]
     t0 = time.perf_counter()
-    suite = suite_reports(select([n for n in names if n in {k.name for k in SUITE}]
-                                 if names else None), a.preset, nvdisasm) \
-        if a.suite and (not names or any(n in {k.name for k in SUITE} for n in names)) \
-        else []
+    suite = suite_reports(select(in_suite), a.preset, nvdisasm) \
+        if a.suite and (in_suite or not names) else []
     ppcg = ppcg_reports(names or None, nvdisasm) if a.ppcg else []
     if a.json:
         text = json.dumps({"machine": asdict(H100), "preset": a.preset,
@@ -875,8 +876,8 @@ def main(argv=None) -> int:
     print(text)
     if a.out:
         a.out.write_text(text + "\n")
-    return 1 if any(r.error and r.ppcg is None or (r.error and r.ppcg and r.ppcg.source)
-                    for r in suite + ppcg) else 0
+    failed = [r for r in suite + ppcg if r.error and (r.ppcg is None or r.ppcg.source)]
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
