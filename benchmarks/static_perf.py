@@ -541,9 +541,10 @@ class Model:
     slower; ``lds_s``: their shared loads at 128 B per clock per SM; ``dram_s``: the
     memory plan's global loads and stores (``polymagic.memory.counts``: every access
     counted, no cache, so an upper bound on DRAM traffic) at 2.86 TB/s.  A launch of
-    fewer blocks than SMs uses only that many SMs (and their share of the DRAM
-    bandwidth): ``sms_used`` = min(132, mean blocks per launch).  Not modelled:
-    latency (too few warps to hide it), bank conflicts, caches, tail effects.
+    fewer blocks than SMs issues on only that many SMs: ``sms_used`` = min(132, mean
+    blocks per launch) for the issue and shared-load terms.  Not modelled: the DRAM
+    bandwidth few blocks cannot reach, latency (too few warps to hide it), bank
+    conflicts, caches, tail effects.
     ``total_s = max(issue, lds, dram) + launches x 3 us``."""
     warp_fp: float
     sms_used: float
@@ -567,7 +568,7 @@ def model_kernel(mix: Mix, warp_fp: float, global_bytes: int, grids: list[int],
     issue_clocks = iters * max(mix.instructions, mix.fp + mix.fp64 * (m.fp64_issue_clocks - 1))
     issue_s = issue_clocks / (sms * m.subpartitions * m.clock_hz)
     lds_s = iters * mix.lds_clocks / (sms * m.clock_hz)     # lds_clocks: 128 B each
-    dram_s = global_bytes / (m.dram_bytes_per_s * sms / m.sms)
+    dram_s = global_bytes / m.dram_bytes_per_s
     terms = {"issue": issue_s, "shared": lds_s, "DRAM": dram_s}
     bound = max(terms, key=terms.get) if any(terms.values()) else "launch"
     return Model(warp_fp, sms, issue_s, lds_s, dram_s, launches * m.launch_s, bound)
