@@ -28,7 +28,8 @@ import numpy as np
 
 from . import ccompile
 from ..errors import CompileError, InputError, UnsupportedError
-from ..scop import DTYPES, Param, Scop
+from ..dtypes import DTYPES
+from ..scop import Param, Scop
 
 PRELUDE = """\
 /* polymagic CPU reference prelude */

@@ -29,15 +29,9 @@ import numpy as np
 
 from .. import kir
 from . import ccompile
+from ..dtypes import DTYPES
 from ..errors import EmulatorError, InputError
 from ..expr import evaluate
-
-#: NumPy dtype of each C element type.
-DTYPES = {"float": "float32", "double": "float64", "int": "int32", "long": "int64",
-          "long long": "int64", "short": "int16", "char": "int8", "signed char": "int8",
-          "unsigned char": "uint8", "unsigned": "uint32", "unsigned int": "uint32",
-          "unsigned long": "uint64", "int32_t": "int32", "int64_t": "int64",
-          "uint8_t": "uint8", "uint32_t": "uint32", "uint64_t": "uint64"}
 
 ORDERS = {"forward": 0, "reverse": 1, "shuffle": 2}
 
@@ -542,5 +536,5 @@ def _check_guards(staging, mode: str) -> None:
 
 
 __all__ = ["build", "EmulatorModule", "EmuResult", "run_transferred", "TX_FIELDS", "sum_tx",
-           "transaction_summary", "build_library", "cache_dir", "DTYPES",
+           "transaction_summary", "build_library", "cache_dir",
            "ORDERS", "array_shape", "array_span"]

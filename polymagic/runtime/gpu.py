@@ -24,7 +24,7 @@ import numpy as np
 from .. import kir
 from ..errors import CompileError, DeviceError
 from ..expr import evaluate
-from ..scop import DTYPES
+from ..dtypes import DTYPES
 
 #: NumPy scalar constructors for kernel scalar arguments, by C type.
 SCALAR_TYPES = {"float": np.float32, "double": np.float64, "int": np.int32,

@@ -24,15 +24,13 @@ from typing import Mapping
 import numpy as np
 
 from .. import kir
+from ..dtypes import DTYPES
 from ..expr import evaluate, row_major_strides
 from . import kernels as K
 from .pack import transfer_table
 from .plan import (HostArray, Reference, TransferPlan, covering_references, plan_transfers,
                    scop_references, whole_array_references)
 from .tiling import Tile, choose_tile, kernel_references, tiles
-
-DTYPES = {"float": "float32", "double": "float64", "int": "int32", "long": "int64",
-          "short": "int16", "char": "int8", "unsigned": "uint32"}
 
 
 @dataclass
@@ -234,4 +232,4 @@ def tile_ints(variant: kir.Program, kernel: str, plan: TransferPlan, tile: Tile,
 
 __all__ = ["TransferStats", "Session", "plan_session", "tiled_variant", "launch_plans",
            "tile_ints", "kernel_param_arrays", "written_param_arrays", "temps_nbytes",
-           "temp_shape", "layout_span", "DTYPES"]
+           "temp_shape", "layout_span"]
