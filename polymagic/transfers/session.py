@@ -27,7 +27,7 @@ from .. import kir
 from ..dtypes import DTYPES
 from ..expr import evaluate, row_major_strides
 from . import kernels as K
-from .pack import transfer_table
+from .pack import transfer_table, whole_bytes
 from .plan import (HostArray, Reference, TransferPlan, covering_references, plan_transfers,
                    scop_references, whole_array_references)
 from .tiling import Tile, choose_tile, kernel_references, tiles
@@ -48,6 +48,15 @@ class TransferStats:
     unpack_s: float = 0.0
     buffers: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of_run(cls, program: kir.Program, sources: Mapping[str, np.ndarray]) -> TransferStats:
+        """Nothing moved yet; what whole-array transfers of the run's parameter arrays
+        (up, and down when written) would move."""
+        names = kernel_param_arrays(program)
+        written = written_param_arrays(program)
+        return cls(whole_h2d=sum(whole_bytes(sources[n]) for n in names),
+                   whole_d2h=sum(whole_bytes(sources[n]) for n in names if n in written))
 
     def add_plan(self, plan: TransferPlan, arrays: Mapping[str, np.ndarray]) -> None:
         self.bytes_h2d += plan.bytes_h2d
