@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import kir
-from ..expr import Binary, Expr, Var, map_expr
+from ..expr import Binary, Expr, Var
 
 AXES = kir.AXES
 BLOCK_OFFSETS = {a: f"pm_bo{a}" for a in AXES}
