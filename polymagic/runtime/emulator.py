@@ -230,11 +230,7 @@ class EmulatorModule:
             if name not in arrays:
                 raise InputError(f"the emulator needs array {name!r}")
             a = arrays[name]
-            if not isinstance(a, np.ndarray) or a.dtype != want:
-                raise InputError(f"array {name}: the emulator needs a NumPy array of {want}, got "
-                                 f"{type(a).__name__} {getattr(a, 'dtype', '')}")
-            if not a.flags.c_contiguous or not a.flags.writeable:
-                raise InputError(f"array {name}: the emulator needs a writeable C-contiguous array")
+            ccompile.check_pointer_array(a, want, f"array {name}", "the emulator")
             rowmajor = tuple(decl.strides) == tuple(kir.row_major_strides(decl.shape))
             if (a.size != span) if rowmajor else (a.size < span):
                 raise InputError(f"array {name}: {a.size} elements given, the declaration "

@@ -111,9 +111,7 @@ def load_host(host_py: str) -> Callable:
 
 def written_arrays(program: kir.Program, extra: list[str] = ()) -> list[str]:
     """Parameter arrays that some kernel writes (plus ``extra``), in Program order."""
-    w = set(extra)
-    for k in program.kernels.values():
-        w.update(s.assign.target.array for s in kir.walk(k.body) if isinstance(s, kir.Compute))
+    w = S.written_param_arrays(program) | set(extra)
     return [n for n, a in program.arrays.items() if a.kind == "param" and n in w]
 
 
