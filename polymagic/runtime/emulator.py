@@ -32,6 +32,7 @@ from . import ccompile
 from ..dtypes import DTYPES
 from ..errors import EmulatorError, InputError
 from ..expr import evaluate
+from ..scop import Scop
 from ..transfers import kernels as K
 from ..transfers import session as S
 from ..transfers.pack import Staging, allocate, pack, unpack
@@ -360,7 +361,8 @@ def _module(program: kir.Program, mode: str, cache: dict | None = None) -> Emula
     return mod
 
 
-def run_transferred(program: kir.Program, scop, mode: str, sources: Mapping[str, np.ndarray],
+def run_transferred(program: kir.Program, scop: Scop | None, mode: str,
+                    sources: Mapping[str, np.ndarray],
                     results: Mapping[str, np.ndarray], ints: Mapping[str, int],
                     scalars: Mapping[str, float] | None = None, seed: int = 0,
                     order: str = "shuffle", device_mem: int | None = None,

@@ -367,9 +367,10 @@ class GpuModule:
 @dataclass
 class _GpuTile:
     """A tile in flight on its stream."""
+    # CuPy objects (CuPy is imported lazily, so they carry no type here):
     dev: list                    # its device buffers, alive until the tile is waited for
-    started: tuple               # CUDA events around its kernel
-    done: object                 # CUDA event after its copies back
+    started: tuple               # the CUDA events recorded around its kernel
+    done: object                 # the CUDA event recorded after its copies back
 
 
 class _GpuTiles:
