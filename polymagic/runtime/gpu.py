@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from ..transfers.plan import TransferPlan
 from ..transfers.session import TransferStats
 from ..transfers.tiling import Tile
 from .tiled import run_tiled
+
+if TYPE_CHECKING:            # CuPy itself is imported lazily (see _cupy)
+    import cupy
 
 _AVAILABLE: tuple[bool, str] | None = None
 _RAW_MODULES: dict[tuple[str, int], object] = {}
@@ -367,10 +370,9 @@ class GpuModule:
 @dataclass
 class _GpuTile:
     """A tile in flight on its stream."""
-    # CuPy objects (CuPy is imported lazily, so they carry no type here):
-    dev: list                    # its device buffers, alive until the tile is waited for
-    started: tuple               # the CUDA events recorded around its kernel
-    done: object                 # the CUDA event recorded after its copies back
+    dev: list[cupy.ndarray]      # its device buffers, alive until the tile is waited for
+    started: tuple[cupy.cuda.Event, cupy.cuda.Event]   # recorded around its kernel
+    done: cupy.cuda.Event        # recorded after its copies back
 
 
 class _GpuTiles:

@@ -25,7 +25,8 @@ import numpy as np
 
 from .. import kir
 from ..dtypes import DTYPES
-from ..expr import evaluate, row_major_strides
+from ..expr import accesses, evaluate, row_major_strides
+from ..scop import Scop
 from . import kernels as K
 from .pack import transfer_table, whole_bytes
 from .plan import (HostArray, Reference, TransferPlan, covering_references, plan_transfers,
@@ -129,7 +130,7 @@ class Session:
     arrays: list[str]                # kernel parameter arrays
 
 
-def session_references(program: kir.Program, scop, ints: Mapping[str, int],
+def session_references(program: kir.Program, scop: Scop | None, ints: Mapping[str, int],
                        shapes: Mapping[str, tuple[int, ...]]) -> list[Reference]:
     """Every access of the Scop at these sizes, plus covering boxes for arrays that
     statements outside the Scop (shared-memory copy code, register loads and stores)
@@ -142,7 +143,6 @@ def session_references(program: kir.Program, scop, ints: Mapping[str, int],
     for k in program.kernels.values():
         for s in kir.walk(k.body):
             if isinstance(s, kir.Compute) and s.stmt not in stmts:
-                from ..expr import accesses
                 for acc in accesses(s.assign.target) + accesses(s.assign.value):
                     if acc.array in shapes:
                         other.add(acc.array)
@@ -154,7 +154,7 @@ def session_references(program: kir.Program, scop, ints: Mapping[str, int],
             + whole_array_references({n: shapes[n] for n in idle}, ()))
 
 
-def plan_session(program: kir.Program, scop, sources: Mapping[str, np.ndarray],
+def plan_session(program: kir.Program, scop: Scop | None, sources: Mapping[str, np.ndarray],
                  ints: Mapping[str, int]) -> Session:
     names = kernel_param_arrays(program)
     shapes = {n: tuple(sources[n].shape) for n in names}
