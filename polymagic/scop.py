@@ -19,10 +19,8 @@ from functools import cached_property
 
 import islpy as isl
 
+from .dtypes import DTYPES
 from .expr import Assign, Expr, row_major_strides
-
-DTYPES = {"float": "float32", "double": "float64", "int": "int32", "long": "int64",
-          "short": "int16", "char": "int8", "unsigned": "uint32"}
 
 
 def buffer_bytes(ctype: str, extents) -> int:

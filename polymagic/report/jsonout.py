@@ -41,7 +41,7 @@ def _first_mismatch(first) -> dict | None:
 def shared_bytes(program) -> int:
     """The largest shared memory any kernel's block declares (bytes)."""
     import numpy as np
-    from ..scop import DTYPES
+    from ..dtypes import DTYPES
     best = 0
     for k in (getattr(program, "kernels", None) or {}).values():
         total = 0

@@ -40,10 +40,11 @@ from typing import Mapping
 import numpy as np
 
 from . import limits
+from ..dtypes import DTYPES
 from ..errors import DeviceError, InputError
 from ..expr import Var, evaluate
 from ..options import Options
-from ..scop import DTYPES, Param, Scop
+from ..scop import Param, Scop
 
 #: dtype -> (rtol, atol as a fraction of max |reference|)
 TOLERANCES = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12)}
