@@ -1,38 +1,52 @@
-"""Lowering: isl's AST of the mapped schedule -> the Kernel IR (:mod:`polymagic.kir`).
+"""The lowerer: isl's AST of the mapped schedule -> the Kernel IR (:mod:`polymagic.kir`).
 
 Host code is what lies outside the kernel marks (host loops, guards, launches);
-each mark becomes a :class:`kir.Kernel`.  Array subscripts are computed by isl's
-AST build at each statement instance (the ``at_each_domain`` callback, as PPCG
-does): the access function — for buffered references the local one,
-``F'(y) - g`` of seed 000 §3.1.2 — is pulled back to the loop iterators and printed
-by isl, which simplifies it with what it knows of the loops (``i mod 32`` inside a
-tile becomes the point-loop iterator).
+each mark becomes a :class:`kir.Kernel`.  Each statement instance is lowered while
+isl's AST build still knows its loops (:meth:`_Lowerer.at_each_domain`), its
+subscripts printed by isl (:mod:`.subscripts`); copy statements become shared-memory
+copies (seed 000 §3.1.2, 16-byte chunks of seed 002 §3.4) or seed 001's moves, tree
+reductions their halving steps (seed 003 §5.3), and each kernel's planned arrays
+are promoted to registers (seed 004 §4.2).
 """
 from __future__ import annotations
 
-import functools
-import os
+from dataclasses import dataclass
 
 import islpy as isl
 
-from . import kir
-from .errors import PolymagicError
-from .expr import (Access, accesses, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Var, map_expr,
-                   substitute, substitute_assign)
-from .expr import walk as walk_expr
-from .isl_util import ast_expr_to_expr, pw_aff_to_expr, set_to_expr, val_to_int
-from .mapping import _ALL_IDS, HOST_PARAM, MARK_PREFIX, KernelPlan, MappingResult, kernel_mark
+from .. import kir
+from ..errors import PolymagicError
+from ..expr import (Access, accesses, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Var,
+                    map_expr, substitute, substitute_assign)
+from ..expr import walk as walk_expr
+from ..isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
+from ..mapping import HOST_PARAM, MARK_PREFIX, KernelPlan, MappingResult
+from ..memory.plan import BufferPlan, chunk_guards, copy_split_params
+from ..memory.registers import (RegisterPlan, decision_line, eliminate_redundant_loads,
+                                promote_registers)
+from ..scop import Scop
+from .per_kernel import (GROUP_PREFIX, boxed_launches, drop_fixed_host_loops, group_and_cut,
+                         host_depends_on_ids, kernel_marks, kernel_schedule,
+                         mentions_mapped_ids)
+from .subscripts import (CHUNK_DIM, access_affs, access_order, build_index, chunk_cond,
+                         copy_local_index, drop_domain, guard_expr, iterator_map, prefix_expr,
+                         rewrite_accesses, stmt_prefix)
 
-#: names of the launch statements of the host tree in per-kernel mode
-GROUP_PREFIX = "pm_group_"
-#: generate every program's kernels one by one (:func:`_generate_per_kernel`), not only
-#: those where isl's one-tree AST lets the host depend on block/thread ids; tests set
-#: ``POLYMAGIC_PER_KERNEL=always`` to run everything through that path
-PER_KERNEL = os.environ.get("POLYMAGIC_PER_KERNEL", "") == "always"
-from .memory.plan import BufferPlan, chunk_guards, copy_split_params
-from .memory.registers import (RegisterPlan, decision_line, eliminate_redundant_loads,
-                               promote_registers)
-from .scop import Scop
+#: the block and thread ids, parameters of the mapped schedule (in the mapping's order)
+_MAPPED_IDS = list(kir.THREAD_IDS.values()) + list(kir.BLOCK_IDS.values())
+
+
+@dataclass(frozen=True)
+class LowerOptions:
+    """How the lowering generates code (hidden compile options: no flag sets them;
+    :class:`polymagic.options.Options` carries them, part of the compile key)."""
+    #: generate every program's kernels one by one (:mod:`.per_kernel`), not only
+    #: those where isl's one-tree AST lets the host depend on block/thread ids (the
+    #: tests send programs that do not need it through that path)
+    per_kernel: bool = False
+    #: print subscripts with their domains (the slow path :func:`.subscripts.drop_domain`
+    #: skips; the same text, which tests check)
+    exact_subscripts: bool = False
 
 
 class _TreeBuffer:
@@ -45,9 +59,12 @@ class _TreeBuffer:
 class _Lowerer:
     """Translates isl's AST of the mapped schedule into a :class:`kir.Program`."""
 
-    def __init__(self, scop: Scop, mapping: MappingResult):
+    def __init__(self, scop: Scop, mapping: MappingResult, settings: LowerOptions):
         self.scop = scop
         self.mapping = mapping
+        self.settings = settings
+        # one-piece subscripts lose their domains before isl prints them (same text)
+        self.drop_domains = not settings.exact_subscripts
         self.kernels: dict[str, kir.Kernel] = {}
         self.host_vars: list[str] = []
         self.guards: list[list[Expr]] = []
@@ -106,7 +123,7 @@ class _Lowerer:
         conjuncts are pushed into the kernels below as per-thread guards."""
         host_part, kernel_part = [], []
         for c in _conjuncts(cond):
-            (kernel_part if _mentions_mapped_ids(c) else host_part).append(c)
+            (kernel_part if mentions_mapped_ids(c) else host_part).append(c)
         self.guards.append(kernel_part)
         then = self.block(node.if_get_then_node(), False)
         self.guards.pop()
@@ -160,7 +177,7 @@ class _Lowerer:
             return kir.Barrier(int(name[len("pm_sync"):]))
         if name in self.mapping.reductions:
             return self.tree_reduction(name, args)
-        iters = _iterator_map(build, name)
+        iters = iterator_map(build, name)
         if name in self.mapping.local_copies:
             return self.local_copy(name, args, build, iters)
         if name in self.mapping.copies:
@@ -285,15 +302,16 @@ class _Lowerer:
         p, a = args[:len(args) - na], args[len(args) - na:]
         index = None
         if iters is not None:
-            index = _build_index(build, iters, _copy_local_index(name, len(p), buf,
-                                                                 iters.n_piece() == 1, w))
+            bare = self.drop_domains and iters.n_piece() == 1
+            index = build_index(build, iters, copy_local_index(name, len(p), buf, bare, w),
+                                self.drop_domains)
         if index is None:
             env = {f"p{i}": e for i, e in enumerate(p)}
-            index = tuple(Binary("-", ai, substitute(_prefix_expr(g), env))
+            index = tuple(Binary("-", ai, substitute(prefix_expr(g), env))
                           for ai, g in zip(a, buf.lower))
             if w > 1:
                 last = Binary("*", Int(w), a[-1])
-                g = substitute(_prefix_expr(buf.lower[-1]), env)
+                g = substitute(prefix_expr(buf.lower[-1]), env)
                 index = index[:-1] + (last, Binary("+", last, g))
         if w > 1:
             local, a = index[:-1], a[:-1] + [index[-1]]
@@ -324,9 +342,9 @@ class _Lowerer:
         if name not in self.chunk_sets:
             rel = buf.copy_in if direction == "vin" else buf.copy_out
             full, ins = chunk_guards(self.scop, buf, rel)
-            self.chunk_sets[name] = (_chunk_cond(full), [_chunk_cond(e) for e in ins])
+            self.chunk_sets[name] = (chunk_cond(full), [chunk_cond(e) for e in ins])
         full_c, ins_c = self.chunk_sets[name]
-        env = {f"{_CHUNK_DIM}{i}": e for i, e in enumerate(args)}
+        env = {f"{CHUNK_DIM}{i}": e for i, e in enumerate(args)}
         vec = kir.If(Call(kir.ALIGNED16, (Var(buf.array), Int(buf.vector))),
                      [kir.VectorCopy(name, elems[0].assign, width=buf.vector)], elems)
         cond = substitute(full_c, env)
@@ -347,27 +365,29 @@ class _Lowerer:
         kind, lb = self.mapping.local_copies[name]
         na = lb.loc.cached.dim(isl.dim_type.out)
         n_p = len(args) - na
-        here = _build_index(build, iters, lb.copy_index(name, n_p)) if iters is not None else None
+        here = build_index(build, iters, lb.copy_index(name, n_p), self.drop_domains) \
+            if iters is not None else None
         if here is None:
             raise PolymagicError(f"internal: cannot print the subscripts of {name}")
         self.used_buffers.setdefault(lb.name, lb)
         loc = Access(lb.name, lb.row() + here)
         if kind == "move":
-            nxt = _build_index(build, iters, lb.copy_index(name, n_p, next_step=True))
+            nxt = build_index(build, iters, lb.copy_index(name, n_p, next_step=True),
+                              self.drop_domains)
             return kir.Compute(name, Assign(Access(lb.name, lb.row() + nxt), "=", loc))
         glob = Access(lb.array, tuple(args[n_p:]))
         out = kir.Compute(name, Assign(loc, "=", glob) if kind == "in" else Assign(glob, "=", loc))
         guard = lb.guards.get(name)
         if guard is None:
             return out
-        return kir.If(_guard_expr(build, iters, name, guard), [out])
+        return kir.If(guard_expr(build, iters, name, guard), [out])
 
     def lowered_body(self, stmt, build: isl.AstBuild, iters: isl.PwMultiAff | None) -> Assign:
         """The statement with every subscript printed by isl at this point of the AST;
         buffered references become ``F'(y) - g`` (seed 000 §3.1.2), ``g`` the
         buffer's lower bounds at the block's prefix."""
         refs = {r: b for b in self.buffers_of(stmt.name) for r in b.refs if r[0] == stmt.name}
-        order = _access_order(stmt.body)
+        order = access_order(stmt.body)
         if len(order) != len(stmt.accesses):
             raise PolymagicError(f"internal: access count mismatch in {stmt.name}")
         repl = {}
@@ -381,12 +401,13 @@ class _Lowerer:
             if buf is not None:
                 self.used_buffers.setdefault(buf.name, buf)
             repl[k] = self.access_lowerer(stmt, k, acc, buf, build, iters)
-        return _rewrite_accesses(stmt.body, repl)
+        return rewrite_accesses(stmt.body, repl)
 
     def local_access(self, stmt, k: int, lb, build: isl.AstBuild,
                      iters: isl.PwMultiAff | None):
         """A served access ``A[f(i)]`` -> ``L[ρ(f(i), p(i))]`` (seed 001 §4.2)."""
-        index = _build_index(build, iters, lb.access_index(stmt, k)) if iters is not None else None
+        index = build_index(build, iters, lb.access_index(stmt, k), self.drop_domains) \
+            if iters is not None else None
         if index is None:
             raise PolymagicError(f"internal: cannot print the localised subscript in {stmt.name}")
         self.used_buffers.setdefault(lb.name, lb)
@@ -403,9 +424,10 @@ class _Lowerer:
             if key in self.indices:
                 index = self.indices[key][1]
             else:
-                affs = self.subscripts(stmt, k, buf, iters.n_piece() == 1)
+                affs = self.subscripts(stmt, k, buf,
+                                       self.drop_domains and iters.n_piece() == 1)
                 if affs is not None:
-                    index = _build_index(build, iters, affs)
+                    index = build_index(build, iters, affs, self.drop_domains)
                 self.indices[key] = (build, index)     # the build kept alive: its id stays its own
         name = buf.name if buf is not None else acc.array
 
@@ -414,7 +436,7 @@ class _Lowerer:
                 return Access(name, index)
             if buf is None:
                 return a
-            g = [pw_aff_to_expr(lb.pullback_pw_multi_aff(_stmt_prefix(buf, stmt)))
+            g = [pw_aff_to_expr(lb.pullback_pw_multi_aff(stmt_prefix(buf, stmt)))
                  for lb in buf.lower]
             return Access(name, tuple(Binary("-", i, gi) for i, gi in zip(a.index, g)))
         return lowered
@@ -423,20 +445,20 @@ class _Lowerer:
                    ) -> list[isl.PwAff] | None:
         """The subscripts of access ``k`` of ``stmt`` on the statement's instance; for a
         buffered reference the local ones, ``F'(y) - g`` with ``g`` at the prefix.
-        With ``bare`` (one-piece iterator map: :func:`_build_index` drops one-piece
+        With ``bare`` (one-piece iterator map: :func:`build_index` drops one-piece
         domains) one-piece functions lose their domains before they are combined."""
-        affs = _access_affs(stmt.accesses[k].relation)
+        affs = access_affs(stmt.accesses[k].relation)
         if affs is None or buf is None:
             return affs
         pkey = (buf.name, stmt.name, bare)
         if pkey not in self.prefixes:
-            prefix = _stmt_prefix(buf, stmt)
+            prefix = stmt_prefix(buf, stmt)
             bare = bare and prefix.n_piece() == 1     # else the pieces keep their domains
-            self.prefixes[pkey] = (bare, [(_universal(g) if bare else g)
+            self.prefixes[pkey] = (bare, [(drop_domain(g) if bare else g)
                                           .pullback_pw_multi_aff(prefix) for g in buf.lower])
         bare, gs = self.prefixes[pkey]
         if bare:
-            affs = [_universal(f) for f in affs]
+            affs = [drop_domain(f) for f in affs]
         return [f.sub(g.align_params(f.get_space())) for f, g in zip(affs, gs)]
 
     def buffers_of(self, stmt: str) -> list[BufferPlan]:
@@ -467,10 +489,10 @@ class _Lowerer:
         launch, lowered whole as kernel code; the fixed host loops come back as the
         kernel's ``pm_h<k>`` parameters."""
         self.block_dims = plan.block
-        schedule, n = _kernel_schedule(self.mapping.schedule, name, plan)
+        schedule, n = kernel_schedule(self.mapping.schedule, name, plan)
         assert n == depth, (n, depth)
-        ast = _generate(self.build, self.scop, schedule, self.mapping, self)[1]
-        body = _drop_fixed_host_loops(self.block(ast, True))
+        ast = _generate(self.build, schedule, self)[1]
+        body = drop_fixed_host_loops(self.block(ast, True))
         outer, self.host_vars = self.host_vars, [f"{HOST_PARAM}{k}" for k in range(depth)]
         try:
             return self.make_kernel(name, plan, body)
@@ -598,178 +620,6 @@ def _accessed_arrays(body: list[kir.Stmt]) -> set[str]:
     return out
 
 
-def _iterator_map(build: isl.AstBuild, stmt: str) -> isl.PwMultiAff | None:
-    """Loop iterators -> statement instance at this point of the AST (None when the
-    schedule is not invertible there)."""
-    maps: list[isl.Map] = []
-    build.get_schedule().foreach_map(
-        lambda m: maps.append(m) if m.get_tuple_name(isl.dim_type.in_) == stmt else None)
-    if len(maps) != 1:
-        return None
-    try:
-        return isl.PwMultiAff.from_map(maps[0].reverse())
-    except isl.Error:
-        return None
-
-
-def _access_affs(relation: isl.Map) -> list[isl.PwAff] | None:
-    """The subscripts of an access relation as piecewise affine functions."""
-    try:
-        pma = isl.PwMultiAff.from_map(relation)
-    except isl.Error:
-        return None
-    return [pma.get_pw_aff(i) for i in range(relation.dim(isl.dim_type.out))]
-
-
-def _copy_local_index(stmt: str, n_prefix: int, buf: BufferPlan, bare: bool = False,
-                      width: int = 1) -> list[isl.PwAff]:
-    """``a - g(p)`` on the copy statement's space ``stmt[p..., a...]``; with ``bare``
-    a one-piece ``g`` loses its domain first (:func:`_build_index` would drop it);
-    with ``width`` > 1 the last dim is a chunk ``k`` of the buffer row
-    (:func:`memory.plan.chunk_domain`): its buffer subscript ``width * k``, then the
-    array's ``g(p) + width * k`` follow."""
-    na = len(buf.extents)
-    params = buf.lower[0].get_space().params() if buf.lower else None
-    dims = [f"p{i}" for i in range(n_prefix)] + [f"a{i}" for i in range(na)]
-    pnames = ", ".join(params.get_var_names(isl.dim_type.param)) if params is not None else ""
-    proj = _parsed(isl.MultiAff, f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> "
-                                 f"[{', '.join(dims[:n_prefix])}] }}")
-    out = []
-    for i, g in enumerate(buf.lower):
-        g = (_universal(g) if bare else g).pullback_multi_aff(proj)
-        if width > 1 and i == na - 1:
-            k = _parsed(isl.PwAff, f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> "
-                                   f"[({width} * a{i})] }}")
-            out += [k, k.add(g)]
-        else:
-            a = _parsed(isl.PwAff, f"[{pnames}] -> {{ {stmt}[{', '.join(dims)}] -> [(a{i})] }}")
-            out.append(a.sub(g))
-    return out
-
-
-#: the names of a chunk statement's dims in its guards (substituted by the AST's)
-_CHUNK_DIM = "pm_k"
-
-
-def _chunk_cond(chunks: isl.Map) -> Expr:
-    """A set of chunks ``{ [p] -> A[a', c] }`` (simplified against the statement's
-    domain) as a condition on the statement's dims ``pm_k0 ..`` (``Int(1)``/``Int(0)``:
-    always/never), printed by isl once per copy statement."""
-    cond = chunks.wrap().flatten()
-    if cond.is_empty():
-        return Int(0)
-    n = cond.dim(isl.dim_type.set)
-    if cond.is_equal(isl.Set.universe(cond.get_space())):
-        return Int(1)
-    npar = cond.dim(isl.dim_type.param)
-    cond = cond.move_dims(isl.dim_type.param, npar, isl.dim_type.set, 0, n)
-    for i in range(n):
-        cond = cond.set_dim_id(isl.dim_type.param, npar + i, isl.Id(f"{_CHUNK_DIM}{i}"))
-    return set_to_expr(cond)
-
-
-@functools.lru_cache(maxsize=1024)
-def _parsed(cls, text: str):
-    """``cls(text)``, parsed once (isl objects are immutable; the copy statements'
-    spaces come back at every regeneration)."""
-    return cls(text)
-
-
-#: subscripts with more pieces than this are substituted instead of printed by isl
-MAX_INDEX_PIECES = 4
-
-
-def _build_index(build: isl.AstBuild, iters: isl.PwMultiAff, affs: list[isl.PwAff]
-                 ) -> tuple[Expr, ...] | None:
-    """Subscripts pulled back to the loop iterators and printed by the build."""
-    try:
-        out = []
-        one = iters.n_piece() == 1
-        for f in affs:
-            f = _universal(f) if one else f
-            f = f.align_params(iters.get_space())
-            it = iters.align_params(f.get_space())
-            g = f.pullback_pw_multi_aff(it)
-            if g.n_piece() > MAX_INDEX_PIECES:     # printing it would be slow and long
-                return None
-            out.append(ast_expr_to_expr(build.expr_from_pw_aff(g)))
-        return tuple(out)
-    except isl.Error:
-        return None
-
-
-def _guard_expr(build: isl.AstBuild, iters: isl.PwMultiAff, stmt: str, guard: isl.Map
-                ) -> Expr:
-    """The condition ``(p, x) ∈ guard`` of a copy statement ``stmt[p..., x...]`` scanned
-    over a superset (:func:`.memory.localcode.graft_tile_box`), printed by the build."""
-    g = guard.wrap().flatten().set_tuple_name(stmt)
-    g = g.align_params(iters.get_space())
-    it = iters.align_params(g.get_space())
-    cond = g.preimage_pw_multi_aff(it)
-    return ast_expr_to_expr(build.expr_from_set(cond))
-
-
-def _universal(f: isl.PwAff) -> isl.PwAff:
-    """A one-piece subscript with its domain dropped.
-
-    The domain of a subscript (the statement's domain, a buffer's blocks: unions of
-    polyhedra with floors) holds every instance printed at the AST point, so isl
-    prints the same expression without it: for one piece pulled back by one piece,
-    :func:`_build_index`'s expression is the affine function simplified against the
-    build's domain, the piece's condition being dropped as isl's last piece.  The
-    domain only made the pullback and isl's gist slow (2-3x the time of the whole
-    subscript printing on lu and fdtd-2d)."""
-    if f.n_piece() != 1:
-        return f
-    pieces: list[isl.Aff] = []
-    f.foreach_piece(lambda _s, a: pieces.append(a))
-    return isl.PwAff.from_aff(pieces[0])
-
-
-def _prefix_expr(g: isl.PwAff) -> Expr:
-    """A buffer lower bound (a function of the prefix dims) with dims named p0, p1..."""
-    for i in range(g.dim(isl.dim_type.in_)):
-        g = g.set_dim_id(isl.dim_type.in_, i, isl.Id(f"p{i}"))
-    return pw_aff_to_expr(g)
-
-
-def _stmt_prefix(buf: BufferPlan, stmt) -> isl.PwMultiAff:
-    """The prefix schedule of the buffer's level as a function of the statement's
-    instance (e.g. gemm's ``S0[i, j, k] -> [floor(i/32), floor(j/32), floor(k/16)]``)."""
-    maps: list[isl.Map] = []
-    buf.prefix.foreach_map(lambda m: maps.append(m) if m.get_tuple_name(isl.dim_type.in_) == stmt.name else None)
-    m = maps[0]
-    for i, it in enumerate(stmt.iterators):
-        m = m.set_dim_id(isl.dim_type.in_, i, isl.Id(it))
-    return isl.PwMultiAff.from_map(m)
-
-
-def _access_order(a: Assign) -> list[Access]:
-    """Accesses in the front end's order: target read (compound ops), value reads
-    left to right, target write."""
-    vals = [x for x in walk_expr(a.value) if isinstance(x, Access)]
-    return ([a.target] if a.op != "=" else []) + vals + [a.target]
-
-
-def _rewrite_accesses(a: Assign, repl: dict) -> Assign:
-    """Replace the k-th access (in :func:`_access_order`) by ``repl[k](access)``."""
-    order = _access_order(a)
-    n_val = len(order) - (2 if a.op != "=" else 1)
-    counter = iter(range(1 if a.op != "=" else 0, 1 + n_val if a.op != "=" else n_val))
-
-    def f(e):
-        if isinstance(e, Access):
-            k = next(counter)
-            return repl[k](e) if k in repl else e
-        return None
-    value = map_expr(a.value, f)
-    w = len(order) - 1
-    target = repl[w](a.target) if w in repl else a.target
-    if a.op != "=" and (0 in repl) != (w in repl):
-        raise PolymagicError("internal: read and write of one target in different buffers")
-    return Assign(target, a.op, value)
-
-
 def _conjuncts(e: Expr) -> list[Expr]:
     if isinstance(e, Binary) and e.op == "&&":
         return _conjuncts(e.a) + _conjuncts(e.b)
@@ -795,10 +645,6 @@ def _implied_by_block(c: Expr, block: tuple[int, int, int]) -> bool:
             return True
     return False
 
-
-def _mentions_mapped_ids(e: Expr) -> bool:
-    return any(isinstance(x, Var) and (x.name in kir.MAPPED_IDS or kir.copy_split_var(x.name) is not None)
-               for x in walk_expr(e))
 
 
 def _copy_split_values(body: list[kir.Stmt], block: tuple[int, int, int]) -> list[kir.Stmt]:
@@ -840,12 +686,16 @@ def _plan_summary(kname: str, plan: KernelPlan) -> str:
     return f"{kname} [{stmts}]: " + ", ".join(parts) + seq
 
 
-def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
-    """Generate isl's AST for the mapped schedule and lower it to the Kernel IR."""
+def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOptions()
+          ) -> kir.Program:
+    """Generate isl's AST for the mapped schedule and lower it to the Kernel IR: from
+    the whole tree at once, or kernel by kernel (:mod:`.per_kernel`) when the plans
+    ask for it (time tiles' launch sets), ``settings.per_kernel`` does, or the host
+    part of the one-tree AST depends on block/thread ids."""
     ctx = scop.context.get_ctx()
     split = copy_split_params([b for _d, b in mapping.copies.values()],
                               [p.block for p in mapping.plans.values()])
-    ids_ctx = isl.Set(f"[{', '.join(_ALL_IDS + list(split))}] -> {{ : "
+    ids_ctx = isl.Set(f"[{', '.join(_MAPPED_IDS + list(split))}] -> {{ : "
                       + " and ".join(f"0 <= {v} < 1024" for v in kir.THREAD_IDS.values())
                       + " and " + " and ".join(f"{v} >= 0" for v in kir.BLOCK_IDS.values())
                       + "".join(f" and 0 <= {v} < {n}" for v, n in split.items())
@@ -858,12 +708,12 @@ def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
     for i in range(depth):
         ids = ids.add(isl.Id(f"pm_c{i}"))
     build = build.set_iterators(ids)
-    if PER_KERNEL or any(p.launch_domain is not None for p in mapping.plans.values()):
-        low, ast = _generate_per_kernel(build, scop, mapping)
+    if settings.per_kernel or any(p.launch_domain is not None for p in mapping.plans.values()):
+        low, ast = _generate_per_kernel(build, scop, mapping, settings)
     else:
-        low, ast = _generate(build, scop, mapping.schedule, mapping)
-        if _host_depends_on_ids(ast, list(_kernel_marks(mapping.schedule))):
-            low, ast = _generate_per_kernel(build, scop, mapping)
+        low, ast = _generate(build, mapping.schedule, _Lowerer(scop, mapping, settings))
+        if host_depends_on_ids(ast, list(kernel_marks(mapping.schedule))):
+            low, ast = _generate_per_kernel(build, scop, mapping, settings)
     host = low.block(ast, False)
     arrays = {n: kir.ArrayDecl(n, a.ctype, a.shape, kind=a.kind) for n, a in scop.arrays.items()}
     scalars = {p.name: p.ctype for p in scop.scalar_params}
@@ -873,14 +723,10 @@ def lower(scop: Scop, mapping: MappingResult) -> kir.Program:
                                     for k, v in getattr(p, "specialised", {}).items()})
 
 
-
-
-def _generate(build: isl.AstBuild, scop: Scop, schedule: isl.Schedule,
-              mapping: MappingResult, low: "_Lowerer | None" = None
-              ) -> tuple["_Lowerer", isl.AstNode]:
-    """isl's AST of ``schedule`` (the mapped one), with a lowerer (fresh unless
-    given) collecting the statement instances (its ``at_each_domain`` callback)."""
-    low = low or _Lowerer(scop, mapping)
+def _generate(build: isl.AstBuild, schedule: isl.Schedule, low: _Lowerer
+              ) -> tuple[_Lowerer, isl.AstNode]:
+    """isl's AST of ``schedule`` (the mapped one), with ``low`` collecting the
+    statement instances (its ``at_each_domain`` callback)."""
     build, _keep = build.set_at_each_domain(low.at_each_domain), None
     if isinstance(build, tuple):      # islpy returns (build, callback handle)
         build, _keep = build
@@ -890,194 +736,18 @@ def _generate(build: isl.AstBuild, scop: Scop, schedule: isl.Schedule,
     return low, ast
 
 
-def _rename_vars(body: list[kir.Stmt], names: dict[str, Expr]) -> list[kir.Stmt]:
-    if not names:
-        return body
-    return kir.map_body(body, lambda e: names.get(e.name) if isinstance(e, Var) else None)
-
-
-def _drop_fixed_host_loops(body: list[kir.Stmt]) -> list[kir.Stmt]:
-    """``if (1) { v = pm_h<k>; ... }`` (a host loop fixed to the launch's value) ->
-    ``...`` with ``v`` read as ``pm_h<k>``."""
-    out: list[kir.Stmt] = []
-    for s in body:
-        if isinstance(s, kir.If) and s.cond == Int(1) and not s.orelse and s.then and \
-                isinstance(s.then[0], kir.Let) and isinstance(s.then[0].value, Var) and \
-                s.then[0].value.name.startswith(HOST_PARAM):
-            rest = _rename_vars(s.then[1:], {s.then[0].var: s.then[0].value})
-            out.extend(_drop_fixed_host_loops(rest))
-        elif isinstance(s, kir.If):
-            out.append(kir.If(s.cond, _drop_fixed_host_loops(s.then),
-                              _drop_fixed_host_loops(s.orelse)))
-        else:
-            out.append(s)
-    return out
-
-
-def _kernel_marks(schedule: isl.Schedule) -> dict[str, isl.ScheduleNode]:
-    """The kernel marks of the mapped tree by name, in its (depth-first) order."""
-    out: dict[str, isl.ScheduleNode] = {}
-
-    def visit(node: isl.ScheduleNode) -> None:
-        name = kernel_mark(node)
-        if name:
-            out[name] = node
-            return
-        for i in range(node.n_children()):
-            visit(node.child(i))
-    visit(schedule.get_root())
-    return out
-
-
-def _host_depends_on_ids(ast: isl.AstNode, order: list[str]) -> bool:
-    """Whether isl's AST lets the host part depend on block/thread ids in a way the
-    host cannot honour: a host loop bounded by ids, a host ``if`` on ids with an else
-    branch, or kernels launched out of the tree's order (isl treats the ids as
-    parameters of one thread, for which kernels with disjoint guards commute; on the
-    GPU every launch runs all threads)."""
-    seen: list[str] = []
-    bad = False
-
-    def visit(node: isl.AstNode) -> None:
-        nonlocal bad
-        t = node.get_type()
-        if t == isl.ast_node_type.block:
-            children = node.block_get_children()
-            for i in range(children.n_ast_node()):
-                visit(children.get_at(i))
-        elif t == isl.ast_node_type.mark:
-            name = node.mark_get_id().get_name()
-            if name.startswith(MARK_PREFIX):
-                if name not in seen:
-                    seen.append(name)
-            else:
-                visit(node.mark_get_node())
-        elif t == isl.ast_node_type.for_:
-            if any(_mentions_mapped_ids(ast_expr_to_expr(e))
-                   for e in (node.for_get_init(), node.for_get_cond())):
-                bad = True
-            visit(node.for_get_body())
-        elif t == isl.ast_node_type.if_:
-            ids = _mentions_mapped_ids(ast_expr_to_expr(node.if_get_cond()))
-            if ids and node.if_has_else_node():
-                bad = True
-            visit(node.if_get_then_node())
-            if node.if_has_else_node():
-                visit(node.if_get_else_node())
-
-    visit(ast)
-    return bad or seen != [m for m in order if m in seen]
-
-
-def _group_and_cut(schedule: isl.Schedule) -> isl.Schedule:
-    """The host tree: each kernel mark's subtree grouped by its host loop values
-    (``isl_schedule_node_group``, one ``pm_group_<mark>`` instance per launch) and
-    cut, so no block/thread id reaches the host loops."""
-    def visit(node: isl.ScheduleNode) -> isl.ScheduleNode:
-        name = kernel_mark(node)
-        if name:
-            # group() leaves the node below the new expansion node; cut that one
-            grouped = node.child(0).group(isl.Id(f"{GROUP_PREFIX}{name}"))
-            return grouped.parent().cut().parent()
-        for i in range(node.n_children()):
-            node = visit(node.child(i)).parent()
-        return node
-    return visit(schedule.get_root()).get_schedule()
-
-
-def _kernel_schedule(schedule: isl.Schedule, mark: str, plan: KernelPlan | None = None
-                     ) -> tuple[isl.Schedule, int]:
-    """The mapped tree restricted to the instances of kernel ``mark`` at one launch:
-    host loop values fixed to parameters ``pm_h0, pm_h1, ...`` (the kernel's int
-    parameters); returns it and the number of host loops.  The plan's
-    ``launch_domain`` (time tiles), an affine description of the same instances, is
-    intersected in: with it isl's AST generator need not project the floors of the
-    prefix (jacobi-2d, tiles 4,32,32: 0.3 s instead of over 3,000,000 operations)."""
-    node = _kernel_marks(schedule)[mark]
-    domain = node.get_domain()
-    depth = node.get_schedule_depth()
-    prefix = node.get_prefix_schedule_union_map().intersect_domain(domain)
-    if depth:
-        names = [f"{HOST_PARAM}{k}" for k in range(depth)]
-        fixed = isl.Set(f"[{', '.join(names)}] -> {{ [{', '.join(f'x{k}' for k in range(depth))}]"
-                        f" : {' and '.join(f'x{k} = {n}' for k, n in enumerate(names))} }}")
-        domain = prefix.intersect_range(isl.UnionSet.from_set(fixed)).domain()
-    if plan is not None and plan.launch_domain is not None:
-        # the same instances, with affine constraints isl's AST generator projects
-        # cheaply instead of the prefix's floors alone (time tiles)
-        domain = domain.intersect(plan.launch_domain.align_params(domain.get_space()))
-    root = schedule.get_root().child(0)
-    if depth:       # a context node may introduce the parameters (a filter may not)
-        root = root.insert_context(isl.Set(f"[{', '.join(names)}] -> {{ [] }}")).child(0)
-    return root.insert_filter(domain).get_schedule(), depth
-
-
-def _generate_per_kernel(build: isl.AstBuild, scop: Scop, mapping: MappingResult
-                         ) -> tuple["_Lowerer", isl.AstNode]:
+def _generate_per_kernel(build: isl.AstBuild, scop: Scop, mapping: MappingResult,
+                         settings: LowerOptions) -> tuple[_Lowerer, isl.AstNode]:
     """PPCG's split (fuzz findings 19, 20): the host AST from the tree with each
     kernel's subtree grouped and cut, each kernel's body from the tree restricted to
-    one launch (:func:`_kernel_schedule`), so isl never mixes host loops with the
+    one launch (:func:`kernel_schedule`), so isl never mixes host loops with the
     block/thread ids of a kernel."""
-    low = _Lowerer(scop, mapping)
+    low = _Lowerer(scop, mapping, settings)
     low.build = build
     low.per_kernel = True
-    host = _group_and_cut(mapping.schedule)
+    host = group_and_cut(mapping.schedule)
     boxed = [f"{GROUP_PREFIX}{n}" for n, p in mapping.plans.items()
              if p.launch_domain is not None]
     if boxed:
-        host = _boxed_launches(host, boxed)
-    low, ast = _generate(build, scop, host, mapping, low)
-    return low, ast
-
-
-def _pieces_bound(f: isl.PwAff, upper: bool) -> isl.PwAff:
-    """``f`` when it has one piece, else the maximum (``upper``) or minimum of its
-    pieces' expressions on all parameters: a bound as loose as the worst piece, with
-    no piece conditions for the host loop (seidel-2d, tiles 4,32,32: the exact
-    maximum's piece conditions cost isl's AST generator 1 s, the bound nothing)."""
-    pieces: list[isl.Aff] = []
-    f.foreach_piece(lambda _s, a: pieces.append(a))
-    if len(pieces) <= 1:
-        return f
-    out = isl.PwAff.from_aff(pieces[0])
-    for a in pieces[1:]:
-        out = out.max(isl.PwAff.from_aff(a)) if upper else out.min(isl.PwAff.from_aff(a))
-    return out.coalesce()
-
-
-def _boxed_launches(host: isl.Schedule, groups: list[str]) -> isl.Schedule:
-    """The host tree with the launch sets of ``groups`` (``pm_group_<mark>[w..]``)
-    replaced by their bounding boxes, when the tree is one chain of bands down to one
-    kernel mark (a time-tiled program); else ``host``.  The exact set of wavefronts
-    is the image of the skewed domain under sums of floors, which isl's AST generator
-    projects at great cost (jacobi-2d, tiles 4,32,32: over 3,000,000 operations); its
-    per-dimension minimum and maximum are cheap.  A launch of an empty wavefront
-    inside the box would run no instance (each launch's instances are the mapper's
-    exact ``launch_domain``)."""
-    dom = host.get_domain()
-    sets: list[isl.Set] = []
-    dom.foreach_set(sets.append)
-    if len(sets) != 1 or sets[0].get_tuple_name() not in groups:
-        return host
-    node, chain = host.get_root().child(0), []
-    while node.get_type() == isl.schedule_node_type.band:
-        chain.append(node.band_get_partial_schedule())
-        node = node.child(0)
-    if node.get_type() != isl.schedule_node_type.mark or node.child(0).n_children():
-        return host
-    group = sets[0]
-    box = isl.Set.universe(group.get_space())
-    for k in range(group.dim(isl.dim_type.set)):
-        x = isl.PwAff.var_on_domain(isl.LocalSpace.from_space(group.get_space()),
-                                    isl.dim_type.set, k)
-        lo = _pieces_bound(group.dim_min(k), False).insert_dims(
-            isl.dim_type.in_, 0, group.dim(isl.dim_type.set))
-        hi = _pieces_bound(group.dim_max(k), True).insert_dims(
-            isl.dim_type.in_, 0, group.dim(isl.dim_type.set))
-        lo = lo.set_tuple_id(isl.dim_type.in_, group.get_tuple_id())
-        hi = hi.set_tuple_id(isl.dim_type.in_, group.get_tuple_id())
-        box = box.intersect(lo.le_set(x)).intersect(x.le_set(hi))
-    out = isl.Schedule.from_domain(isl.UnionSet(box)).get_root().child(0)
-    for band in chain:
-        out = out.insert_partial_schedule(band.intersect_domain(isl.UnionSet(box))).child(0)
-    return out.insert_mark(node.mark_get_id()).get_schedule()
+        host = boxed_launches(host, boxed)
+    return _generate(build, host, low)
