@@ -16,18 +16,20 @@ import islpy as isl
 
 from .. import kir
 from ..errors import PolymagicError
-from ..expr import (Access, accesses, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Var,
-                    map_expr, substitute, substitute_assign)
+from ..expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Var, map_expr,
+                    substitute, substitute_assign)
 from ..expr import walk as walk_expr
 from ..isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
 from ..mapping import HOST_PARAM, MARK_PREFIX, KernelPlan, MappingResult
 from ..memory.plan import BufferPlan, chunk_guards, copy_split_params
-from ..memory.registers import (RegisterPlan, decision_line, eliminate_redundant_loads,
-                                promote_registers)
+from ..memory.registers import eliminate_redundant_loads
 from ..scop import Scop
+from .kernel_passes import (accessed_arrays, copy_split_values, mark_unroll, plan_summary,
+                            promote_plan_registers)
 from .per_kernel import (GROUP_PREFIX, boxed_launches, drop_fixed_host_loops, group_and_cut,
                          host_depends_on_ids, kernel_marks, kernel_schedule,
                          mentions_mapped_ids)
+from .reductions import TreeBuffer, share_partner_loads, tree_reduction
 from .subscripts import (CHUNK_DIM, access_affs, access_order, build_index, chunk_cond,
                          copy_local_index, drop_domain, guard_expr, iterator_map, prefix_expr,
                          rewrite_accesses, stmt_prefix)
@@ -47,13 +49,6 @@ class LowerOptions:
     #: print subscripts with their domains (the slow path :func:`.subscripts.drop_domain`
     #: skips; the same text, which tests check)
     exact_subscripts: bool = False
-
-
-class _TreeBuffer:
-    """The shared buffer of a tree reduction (one element per thread of the block)."""
-
-    def __init__(self, name: str, ctype: str, extents: tuple[int, ...]):
-        self.name, self.ctype, self.extents = name, ctype, extents
 
 
 class _Lowerer:
@@ -176,7 +171,8 @@ class _Lowerer:
         if name.startswith("pm_sync"):
             return kir.Barrier(int(name[len("pm_sync"):]))
         if name in self.mapping.reductions:
-            return self.tree_reduction(name, args)
+            return tree_reduction(name, args, self.mapping.reductions, self.scop,
+                                  self.tree_barrier)
         iters = iterator_map(build, name)
         if name in self.mapping.local_copies:
             return self.local_copy(name, args, build, iters)
@@ -192,100 +188,6 @@ class _Lowerer:
                 if isinstance(e, Access) and e.array == tgt else None  # noqa: E731
             body = Assign(Access(red.acc, ()), body.op, map_expr(body.value, to_acc))
         return kir.Compute(name, body)
-
-    def tree_reduction(self, name: str, args: list[Expr]) -> kir.Stmt:
-        """``pm_rini_S``: ``acc = identity``; ``pm_rfin_S``: the block's tree reduction
-        of the registers in shared memory, then thread 0 combines with the global
-        element (see :class:`mapping.TreeReduction`).  With partners (reductions
-        fused in one pass), one tree pass combines every register: one barrier per
-        halving step for all of them."""
-        red = self.mapping.reductions[name]
-        reds = [red] + [self.mapping.reductions[f"pm_rini_{p}"] for p in red.partners]
-        targets = []
-        for r in reds:
-            stmt = self.scop.statement(r.stmt)
-            targets.append(substitute_assign(stmt.body, dict(zip(stmt.iterators, args))).target)
-        acc = Access(red.acc, ())
-
-        def combine(r, a: Expr, b: Expr) -> Expr:
-            return Binary(r.op, a, b) if r.op in ("+", "*") else Call(r.op, (a, b))
-        if name.startswith("pm_rini_"):
-            # max/min are idempotent: the element itself is an identity for them
-            init = {"+": Int(0), "*": Int(1)}.get(red.op, targets[0])
-            return kir.Compute(name, Assign(acc, "=", init))
-        bx, by, bz = red.block
-        lin: Expr = Var(kir.THREAD_IDS["x"])
-        if by * bz > 1:
-            lin = Binary("+", lin, Binary("*", Int(bx), Var(kir.THREAD_IDS["y"])))
-        if bz > 1:
-            lin = Binary("+", lin, Binary("*", Int(bx * by), Var(kir.THREAD_IDS["z"])))
-        n = bx * by * bz
-        out: list[kir.Stmt] = [kir.Compute(name, Assign(Access(r.buf, (lin,)), "=",
-                                                        Access(r.acc, ())))
-                               for r in reds]
-        out.append(self.tree_barrier())
-        while n > 1:
-            h = (n + 1) // 2
-            step = []
-            for r in reds:
-                mine, other = Access(r.buf, (lin,)), Access(r.buf, (Binary("+", lin, Int(h)),))
-                step.append(kir.Compute(name, Assign(mine, "=", combine(r, mine, other))))
-            out.append(kir.If(Binary("<", lin, Int(n - h)), step))
-            out.append(self.tree_barrier())
-            n = h
-        out.append(kir.If(Binary("==", lin, Int(0)),
-                          [kir.Compute(name, Assign(t, "=", combine(r, t, Access(r.buf, (Int(0),)))))
-                           for r, t in zip(reds, targets)]))
-        return kir.If(Int(1), out)
-
-    def share_partner_loads(self, body: list[kir.Stmt], registers: list) -> list[kir.Stmt]:
-        """Tree reductions fused in one pass (:class:`mapping.TreeReduction` partners)
-        accumulate into registers, so in their loop body a global element that several
-        of them read is loaded once into a register before them (gesummv's ``x[j]``):
-        nothing in that body writes global memory."""
-        groups = [{r.stmt, *r.partners} for r in self.mapping.reductions.values()
-                  if r.lead and r.partners]
-        if not groups:
-            return body
-        ctypes = {n: a.ctype for n, a in self.scop.arrays.items()}
-
-        def visit(stmts: list[kir.Stmt]) -> list[kir.Stmt]:
-            out: list[kir.Stmt] = []
-            for st in stmts:
-                if isinstance(st, kir.Loop):
-                    st = kir.Loop(st.var, st.lower, st.upper, st.step, share(visit(st.body)),
-                                  st.unroll)
-                elif isinstance(st, kir.If):
-                    st = kir.If(st.cond, visit(st.then), visit(st.orelse))
-                out.append(st)
-            return out
-
-        def share(stmts: list[kir.Stmt]) -> list[kir.Stmt]:
-            computes = [c for c in stmts if isinstance(c, kir.Compute)]
-            if len(computes) != len(stmts) or not any(
-                    len({c.stmt for c in computes} & g) > 1 for g in groups) or \
-                    any(c.assign.target.array in ctypes for c in computes):
-                return stmts
-            seen: dict[Access, int] = {}
-            for c in computes:
-                for a in set(accesses(c.assign.value)):
-                    if a.array in ctypes:
-                        seen[a] = seen.get(a, 0) + 1
-            repl: dict[Access, Access] = {}
-            loads: list[kir.Stmt] = []
-            for a, n in seen.items():
-                if n > 1:
-                    reg = kir.RegisterDecl(f"pm_s{len(registers)}_{a.array}", ctypes[a.array])
-                    registers.append(reg)
-                    repl[a] = Access(reg.name, ())
-                    loads.append(kir.Compute(f"pm_load_{reg.name}", Assign(repl[a], "=", a)))
-            if not repl:
-                return stmts
-            sub = lambda e: repl.get(e) if isinstance(e, Access) else None  # noqa: E731
-            return loads + [kir.Compute(c.stmt, Assign(c.assign.target, c.assign.op,
-                                                       map_expr(c.assign.value, sub)))
-                            for c in computes]
-        return visit(body)
 
     def tree_barrier(self) -> kir.Barrier:
         self.n_tree_sync += 1
@@ -500,26 +402,28 @@ class _Lowerer:
             self.host_vars = outer
 
     def make_kernel(self, name: str, plan: KernelPlan, body: list[kir.Stmt]) -> kir.Launch:
-        body, registers = self.registers(plan, body)
+        body, registers = promote_plan_registers(plan, body,
+                                                 list(self.used_buffers.values()))
         nthreads = plan.block[0] * plan.block[1] * plan.block[2]
-        accessed = _accessed_arrays(body)
+        accessed = accessed_arrays(body)
         for red in {r.stmt: r for r in self.mapping.reductions.values()
                     if r.acc in accessed}.values():
             ctype = self.scop.arrays[self.scop.statement(red.stmt).body.target.array].ctype
             registers.append(kir.RegisterDecl(red.acc, ctype))
-            self.used_buffers.setdefault(red.buf, _TreeBuffer(red.buf, ctype, (nthreads,)))
-        body = self.share_partner_loads(body, registers)
+            self.used_buffers.setdefault(red.buf, TreeBuffer(red.buf, ctype, (nthreads,)))
+        body = share_partner_loads(body, registers, self.mapping.reductions,
+                                   {n: a.ctype for n, a in self.scop.arrays.items()})
         body, loads = eliminate_redundant_loads(
             body, {n: a.ctype for n, a in self.scop.arrays.items()})
         registers = registers + loads
         body = mark_unroll(body)
-        names = _accessed_arrays(body)
+        names = accessed_arrays(body)
         shared = [kir.SharedDecl(b.name, b.ctype, b.extents)
                   for b in self.used_buffers.values() if b.name in names]
         guard = [c for g in self.guards for c in g if not _implied_by_block(c, plan.block)]
         if guard:
             body = [kir.If(_conjoin(guard), body)]
-        body = _copy_split_values(body, plan.block)
+        body = copy_split_values(body, plan.block)
         kname = name[len("pm_"):] if name.startswith("pm_") else name   # as in the plan's notes
         if kname in self.kernels:            # isl generated the marked subtree twice
             kname = f"{kname}_{len(self.kernels)}"
@@ -536,7 +440,7 @@ class _Lowerer:
         for mm in plan.members:
             extent = mm.tile_max.sub(mm.tile_min).add_constant_val(isl.Val(1))
             grid["xyz".index(mm.axis)] = Call("max", (Int(1), pw_aff_to_expr(extent.coalesce())))
-        summary = _plan_summary(kname, plan)
+        summary = plan_summary(kname, plan)
         if plan.members:
             summary += "; grid " + " x ".join(CPrinter()(g) for g in grid if g != Int(1))
         if plan.sub_tiles:
@@ -552,73 +456,6 @@ class _Lowerer:
                                          registers=registers,
                                          dynamic_shared=dynamic)
         return kir.Launch(kname, tuple(grid))
-
-    def registers(self, plan: KernelPlan, body: list[kir.Stmt]
-                  ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl]]:
-        """Seed 004 §4.2: the planned arrays (or their shared buffers) kept in
-        per-thread registers across the sequential loops; the plan's decision lines
-        say what was done."""
-        mem = plan.memory
-        if mem is None or not mem.registers:
-            return body, []
-        accessed = _accessed_arrays(body)
-        targets: dict[str, str] = {}
-        owner: dict[str, RegisterPlan] = {}
-        for r in mem.registers:
-            for n in [r.array] + [b.name for b in self.used_buffers.values()
-                                  if getattr(b, "array", None) == r.array]:
-                if n in accessed:
-                    targets[n], owner[n] = r.ctype, r
-        members = [(mm.axis, mm.tile, mm.threads) for mm in plan.members
-                   if getattr(plan, "member_points", True)]
-        body, decls, result = promote_registers(body, targets, members)
-        kname = plan.name[len("pm_"):]
-        for n, (made, skipped, once) in result.items():
-            owner[n].registers += made
-            owner[n].skipped += skipped
-            if n == owner[n].array:
-                owner[n].once_per_point = once
-                for d in decls:
-                    if d.name.endswith("_" + n) and d.name.startswith("pm_r"):
-                        d.array, d.once_per_point = n, once
-        for r in mem.registers:
-            if 0 <= r.line < len(mem.decisions):
-                mem.decisions[r.line] = decision_line(kname, r)
-        return body, decls
-
-
-#: Most iterations of an inner loop with constant bounds that get ``#pragma unroll``.
-UNROLL_MAX = 32
-
-
-def mark_unroll(body: list[kir.Stmt]) -> list[kir.Stmt]:
-    """Seed 004 §4.3: ``#pragma unroll`` on innermost loops with constant trip counts
-    (at most :data:`UNROLL_MAX`, no barrier inside)."""
-    out: list[kir.Stmt] = []
-    for s in body:
-        if isinstance(s, kir.Loop):
-            inner = mark_unroll(s.body)
-            leaf = not any(isinstance(x, (kir.Loop, kir.Barrier)) for x in kir.walk(s.body))
-            const = isinstance(s.lower, Int) and isinstance(s.upper, Int) and \
-                isinstance(s.step, int) and s.step > 0
-            trips = (s.upper.value - s.lower.value) // s.step + 1 if const else 0
-            out.append(kir.Loop(s.var, s.lower, s.upper, s.step, inner,
-                                s.unroll or (leaf and const and 1 < trips <= UNROLL_MAX)))
-        elif isinstance(s, kir.If):
-            out.append(kir.If(s.cond, mark_unroll(s.then), mark_unroll(s.orelse)))
-        else:
-            out.append(s)
-    return out
-
-
-def _accessed_arrays(body: list[kir.Stmt]) -> set[str]:
-    out: set[str] = set()
-    for st in kir.walk(body):
-        if isinstance(st, kir.Compute):
-            for e in (st.assign.target, st.assign.value):
-                out |= {x.array for x in walk_expr(e) if isinstance(x, Access)}
-    return out
-
 
 def _conjuncts(e: Expr) -> list[Expr]:
     if isinstance(e, Binary) and e.op == "&&":
@@ -646,14 +483,6 @@ def _implied_by_block(c: Expr, block: tuple[int, int, int]) -> bool:
     return False
 
 
-
-def _copy_split_values(body: list[kir.Stmt], block: tuple[int, int, int]) -> list[kir.Stmt]:
-    """The kernel body preceded by the values of the 16-byte copies' lane and group
-    variables it uses (:data:`kir.COPY_GROUP`), from the thread ids of its block."""
-    used = sorted(v for v in kir.used_vars(body) if kir.copy_split_var(v) is not None)
-    return [kir.Let(v, kir.copy_split_value(v, block)) for v in used] + body
-
-
 def _upper_bound(cond: isl.AstExpr, var: str) -> Expr:
     """Inclusive upper bound from an isl loop condition ``var <= e`` or ``var < e``."""
     op = cond.get_op_type()
@@ -666,24 +495,6 @@ def _upper_bound(cond: isl.AstExpr, var: str) -> Expr:
     if op == isl.ast_expr_op_type.lt:
         return Binary("-", rhs, Int(1))
     raise PolymagicError(f"internal: unexpected loop condition {cond.to_C_str()}")
-
-
-def _plan_summary(kname: str, plan: KernelPlan) -> str:
-    stmts = ",".join(plan.statements)
-    if plan.text:
-        return f"{kname} [{stmts}]: {plan.text}"
-    if not plan.members:
-        return f"{kname} [{stmts}]: one thread" + (
-            f" (sequential: {', '.join(plan.sequential)})" if plan.sequential else "")
-    parts = [f"{mm.loop}→block.{mm.axis}/thread.{mm.axis} (tile {mm.tile}, {mm.threads} threads)"
-             for mm in plan.members]
-    seq = f"; sequential in thread: {', '.join(plan.sequential)}" if plan.sequential else ""
-    if plan.per_thread:       # the third tiling level (seed 000 §4.1): points per thread
-        many = any(p > 1 for p in plan.per_thread)
-        seq += f"; per thread: {' x '.join(map(str, plan.per_thread))} point{'s' if many else ''}"
-        if plan.jammed:
-            seq += " (point loops unrolled and jammed inside the sub-tile loops)"
-    return f"{kname} [{stmts}]: " + ", ".join(parts) + seq
 
 
 def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOptions()
