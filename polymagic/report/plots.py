@@ -48,6 +48,7 @@ from matplotlib.figure import Figure as _MplFigure
 from matplotlib.patches import Patch, Rectangle
 
 from ..pipeline import Compiled
+from ..runtime.run import RunReport
 from ..scop import Scop
 from . import explore as E
 
@@ -655,8 +656,8 @@ def autotune(result) -> Figure:
 
 # ---- times and counters ----------------------------------------------------------------
 
-def _reports(reports) -> dict:
-    if hasattr(reports, "device_s"):
+def _reports(reports: RunReport | Mapping[str, RunReport]) -> dict[str, RunReport]:
+    if isinstance(reports, RunReport):
         return {reports.target: reports}
     return dict(reports)
 

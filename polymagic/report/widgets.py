@@ -183,6 +183,7 @@ class Explorer:
         self.namespace = namespace or {}
         self.compiled = compiled or compile_source(source, self.base, language=language)
         self.base = E.effective_options(self.compiled, self.base)
+        self.current: Options = self.base      # the configuration the views show
         self.timings: list[dict] = []          # one entry per regeneration
         self.runs: dict[str, object] = {}      # label -> RunReport
         self.variants: dict[str, object] = {}  # compare shared: label -> RunReport
@@ -256,7 +257,7 @@ class Explorer:
                 if current is not None and current not in [v for _, v in choices]:
                     choices.append((f"{current[0]} (w={current[1]})", tuple(current)))
                 value = tuple(current) if current is not None else (
-                    None if getattr(self.base, "localise_auto", True) else "off")
+                    None if self.base.localise_auto else "off")
                 w = W.Dropdown(options=choices, value=value, description="localise",
                                style=style, layout=W.Layout(width="240px"))
             else:
@@ -455,7 +456,7 @@ class Explorer:
     def _memory_text(self, compiled, o: Options) -> str:
         text = E.memory_text(compiled, o)
         last = self._last_run.get(self._label(o))
-        if last is not None and getattr(last, "transfers", None):
+        if last is not None and last.transfers:
             t = last.transfers
             text += (f"\n\nhost<->device (last run of this configuration): H2D "
                      f"{t.get('bytes_h2d', 0)} B, D2H {t.get('bytes_d2h', 0)} B "
@@ -474,7 +475,7 @@ class Explorer:
     def draw_picture(self) -> None:
         """Draw the selected picture for the current configuration."""
         from . import plots as P
-        o = getattr(self, "current", self.base)
+        o = self.current
         kind = self.picture_kind.value
         stmt = None if self.statement.value == "(default)" else self.statement.value
         note = ""
@@ -673,7 +674,7 @@ class Explorer:
         return bundle
 
     def __repr__(self) -> str:
-        o = getattr(self, "current", self.base)
+        o = self.current
         return f"<polymagic Explorer of {self.compiled.scop.name}: {self._label(o)}>"
 
 
