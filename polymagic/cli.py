@@ -20,13 +20,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from .api.autotune import AutotuneCandidate, AutotuneResult
-from .api.commands import compile_function, language, planned_notes, run_compiled, tune
 from .errors import CompileError, EmulatorError, OptionsError, PolymagicError
 from .options import Options, add_arguments, options_from_namespace
 from .version import __version__
+
+if TYPE_CHECKING:
+    from .api.autotune import AutotuneCandidate, AutotuneResult
+
+# the api (hence the compiler, islpy and NumPy) is imported where a command needs
+# it, so that --version, --help and option errors answer at once
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -66,6 +70,7 @@ def run_autotune(source: str, options: Options, lang: str = "c"
                  ) -> tuple[AutotuneResult, Options]:
     """``--autotune``: try the candidates (progress on stderr unless --quiet) and
     return the result and the options with the chosen sizes."""
+    from .api.commands import tune
 
     def progress(i: int, n: int, c: AutotuneCandidate) -> None:
         if options.quiet:
@@ -79,6 +84,7 @@ def run_autotune(source: str, options: Options, lang: str = "c"
 
 
 def cmd_cuda(source: str, options: Options, lang: str = "c") -> int:
+    from .api.commands import compile_function
     if options.autotune:
         _, options = run_autotune(source, options, lang)
     compiled = compile_function(source, options, lang)
@@ -87,6 +93,7 @@ def cmd_cuda(source: str, options: Options, lang: str = "c") -> int:
 
 
 def cmd_run(source: str, options: Options, lang: str = "c") -> int:
+    from .api.commands import compile_function, run_compiled
     tuned = None
     if options.autotune:
         tuned, options = run_autotune(source, options, lang)
@@ -126,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns = make_cli_parser().parse_args(argv)
         options = options_from_namespace(ns)
         source = _read(ns.file)
+        from .api.commands import language, planned_notes
         for note in planned_notes(options):
             print(f"polymagic: note: {note}", file=sys.stderr)
         lang = language(options, ns.file)
