@@ -40,7 +40,6 @@ from html import escape
 from typing import Any, Callable, Mapping
 
 import ipywidgets as W
-import islpy as isl
 import numpy as np
 
 from ..errors import PolymagicError
@@ -447,11 +446,7 @@ class Explorer:
 
     @staticmethod
     def _schedule_text(compiled) -> str:
-        sched = getattr(compiled.schedule, "schedule", None)
-        if isinstance(sched, isl.Schedule):
-            return E.schedule_text(sched)
-        from .views import view
-        return view("schedule", compiled).text
+        return E.schedule_text(compiled.schedule.schedule)   # ScheduleResult's isl tree
 
     def _memory_text(self, compiled, o: Options) -> str:
         text = E.memory_text(compiled, o)
