@@ -25,7 +25,7 @@ import pytest
 from polymagic.errors import InputError
 from polymagic.options import parse_options
 from polymagic.pipeline import compile_source
-from polymagic.runtime.run import make_callable
+from polymagic.api.function import make_callable
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
