@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Union
 
+from .dtypes import DTYPES
 from .expr import Access, Assign, Expr, Var, map_expr, row_major_strides
 
 AXES = ("x", "y", "z")
@@ -215,7 +216,6 @@ def shared_offsets(shared: list[SharedDecl]) -> tuple[dict[str, int], int]:
     """Byte offset of every buffer in a block's dynamic shared memory (each aligned to
     16 bytes, in declaration order) and the total."""
     import numpy as np
-    from .scop import DTYPES
     out, off = {}, 0
     for d in shared:
         out[d.name] = off

@@ -187,6 +187,10 @@ class CompileOptions(_Frozen):
     super_operations: int = 20_000_000            # ScheduleOptions.super_operations
     dependence_operations: int = 50_000_000       # DependenceOptions.dependence_operations
     value_based_operations: int = 5_000_000       # DependenceOptions.value_based_operations
+    # hidden lowering policies (compiler/lowering.py, polymagic.lower.LowerOptions)
+    per_kernel: bool = False                      # every kernel from its own AST
+    exact_subscripts: bool = False                # subscripts printed with their domains
+    time_tiling_operations: int = 3_000_000       # isl budget of the skewed tiles' AST
 
     @property
     def schedule(self) -> ScheduleOptions:

@@ -19,10 +19,8 @@ from functools import cached_property
 
 import islpy as isl
 
+from .dtypes import DTYPES
 from .expr import Assign, Expr, row_major_strides
-
-DTYPES = {"float": "float32", "double": "float64", "int": "int32", "long": "int64",
-          "short": "int16", "char": "int8", "unsigned": "uint32"}
 
 
 def buffer_bytes(ctype: str, extents) -> int:
@@ -98,6 +96,9 @@ class Scop:
     source: str                  # the source as the user wrote it
     constants: dict[str, int | float] = field(default_factory=dict)  # #define values
     language: str = "c"
+    #: a Python function's C translation (``language == "python"``; seed 002 §2: the
+    #: Python front end goes through C), which the CPU reference compiles; None for C
+    c_source: str | None = None
 
     @property
     def size_params(self) -> list[str]:

@@ -127,7 +127,7 @@ def via_callable(e: Entry, ns: dict) -> None:
     """Compile with the options (no namespace), then call with the arrays."""
     from polymagic.options import parse_options
     from polymagic.compiler import compile_source
-    from polymagic.runtime.run import make_callable
+    from polymagic.api.function import make_callable
     opts = parse_options(e.options)
     fn = make_callable(compile_source(e.source, opts), opts)
     fn(**ns)

@@ -18,10 +18,12 @@ from polymagic.errors import CompileError, DeviceError, InputError
 from polymagic.expr import Access, Assign, Binary, Call, Float, Int, Var
 from polymagic.options import Options
 from polymagic.runtime import cpu, gpu, run as rt
-from polymagic.runtime.run import (RunReport, compare, gather_inputs, make_callable,
-                                   prepare_inputs, random_array)
+from polymagic.api.function import make_callable
+from polymagic.runtime.run import (RunReport, compare, gather_inputs, prepare_inputs,
+                                   random_array)
 from polymagic.scop import Array, Param, Scop, Statement
 from polymagic.scop import Access as ScopAccess
+from polymagic.transfers.session import temp_shape
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
@@ -585,7 +587,7 @@ def test_gpu_unavailable_never_raises(monkeypatch):
 def test_host_driver_helpers():
     assert gpu._tdiv(-7, 2) == -3 and gpu._tmod(-7, 2) == -1
     decl = kir.ArrayDecl("t", "float", (), kind="temp")
-    assert gpu.temp_shape(decl, {}) == (1,)
+    assert temp_shape(decl, {}) == (1,)
 
 
 # ---- the real pipeline -----------------------------------------------------------

@@ -188,7 +188,7 @@ def _run_with_base(c, sizes: dict, base: list[int]):
     arrays = []
     for n, a in c.program.arrays.items():
         from polymagic.expr import evaluate
-        from polymagic.scop import DTYPES
+        from polymagic.dtypes import DTYPES
         shape = tuple(int(evaluate(e, sizes)) for e in a.shape)
         arrays.append(rng.random(shape).astype(DTYPES[a.ctype]))
     ptrs = [x.ctypes.data for x in arrays]

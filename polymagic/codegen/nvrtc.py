@@ -5,6 +5,10 @@ architectures we target (sm_80, sm_90) on machines that have no GPU and no CuPy:
 NVRTC is a plain library (``nvidia-cuda-nvrtc``) reached through
 ``cuda.bindings.nvrtc`` (cuda-python).  The GPU runtime itself compiles through
 CuPy's ``RawModule``; this module never touches a device.
+
+:func:`compile_cubin` returns the machine code (an sm_90 cubin) instead of the PTX,
+for static performance figures read from the disassembly
+(``benchmarks/static_perf.py``, issue 16 item 7).
 """
 from __future__ import annotations
 
@@ -95,6 +99,51 @@ def compile_cuda(source: str, arch: str = "sm_90", name: str = "polymagic.cu",
         nvrtc.nvrtcDestroyProgram(prog)
 
 
+def _cubin(nvrtc, prog) -> bytes:
+    err, size = nvrtc.nvrtcGetCUBINSize(prog)
+    _check(nvrtc, err, "nvrtcGetCUBINSize")
+    if size == 0:
+        raise CompileError("NVRTC produced no cubin: give a real architecture (sm_XY), "
+                           "not a virtual one (compute_XY)")
+    buf = b" " * size
+    (err,) = nvrtc.nvrtcGetCUBIN(prog, buf)
+    _check(nvrtc, err, "nvrtcGetCUBIN")
+    return buf
+
+
+def compile_cubin_with_log(source: str, arch: str = "sm_90", name: str = "polymagic.cu",
+                           extra_options: tuple[str, ...] = ()) -> tuple[bytes, str]:
+    """Compile CUDA source to machine code for the real architecture ``arch``
+    (``sm_90``...) with the options of :func:`compile_cuda`; return the cubin (an ELF
+    image, for ``nvdisasm``/``cuobjdump``) and NVRTC's program log.  With
+    ``extra_options=("--ptxas-options=-v",)`` the log carries ptxas's resource usage
+    (registers, spill bytes, stack frame, shared memory per kernel), which is what
+    ``benchmarks/static_perf.py`` reads; the cubin itself does not depend on it.
+    NVRTC compiles PTX to SASS itself when the architecture is a real one
+    (``nvrtcGetCUBIN``), so no driver, GPU or ptxas binary is needed."""
+    nvrtc = _nvrtc()
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    _check(nvrtc, err, "nvrtcCreateProgram")
+    try:
+        opts = [f"--gpu-architecture={arch}".encode()]
+        opts += [o.encode() for o in BASE_OPTIONS + tuple(extra_options)]
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+        log = _log(nvrtc, prog)
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(f"NVRTC could not compile the generated CUDA for {arch}:\n"
+                               f"{log.strip()}\n\n{numbered(source)}")
+        return _cubin(nvrtc, prog), log
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def compile_cubin(source: str, arch: str = "sm_90", name: str = "polymagic.cu",
+                  extra_options: tuple[str, ...] = ()) -> bytes:
+    """The cubin (sm_90 machine code, an ELF image) of CUDA source: see
+    :func:`compile_cubin_with_log`.  A compilation error raises :class:`CompileError`."""
+    return compile_cubin_with_log(source, arch, name, extra_options)[0]
+
+
 def numbered(source: str) -> str:
     """The source with line numbers, so compiler messages can be located."""
     lines = source.splitlines()
@@ -102,4 +151,4 @@ def numbered(source: str) -> str:
     return "\n".join(f"{i:>{width}} | {line}" for i, line in enumerate(lines, 1))
 
 
-__all__ = ["compile_cuda", "available", "version", "numbered", "BASE_OPTIONS"]
+__all__ = ["compile_cuda", "compile_cubin", "compile_cubin_with_log", "available", "version", "numbered", "BASE_OPTIONS"]

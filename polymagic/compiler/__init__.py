@@ -1,5 +1,6 @@
-"""The compiler: source -> Scop -> Dependences -> Schedule -> (tile choice, mapping,
-memory plan, lowering) -> printers, driven from one place
+"""The compiler: source -> Scop -> Dependences -> Schedule -> lowering (the ladder of
+:mod:`.lowering`: tile search, mapping, memory plan and Kernel IR within isl's
+budgets, with their fallbacks) -> printers, driven from one place
 (:func:`~polymagic.compiler.driver.compile_source`).
 
 Stages never import this package: it imports them, in the order they run.

@@ -5,7 +5,8 @@ one ordered list of stages, each a function from typed, frozen inputs to a typed
 result, each followed by a log of its result (:class:`StageLog`, ``--show stages``):
 
     parse -> dependences -> schedule -> lowering (tile choice, mapping, memory plan,
-    Kernel IR, with the isl-budget fallbacks) -> CUDA printer -> host printer
+    Kernel IR, down the ladder of isl-budget fallbacks: :mod:`.lowering`) ->
+    CUDA printer -> host printer
 
 Results are cached by what each stage reads, in one dict (:func:`clear_caches`
 forgets them all): the Scop by (source, language); the dependences by the
@@ -31,10 +32,11 @@ from ..codegen.host import print_host_python
 from ..deps import Dependences, compute_dependences
 from ..errors import CompileError
 from ..frontend import parse
-from ..mapping import MappingResult, map_and_lower
+from ..mapping import MappingResult
 from ..options import CompileOptions, Options
 from ..schedule import ScheduleResult, compute_schedule
 from ..scop import Scop
+from .lowering import Lowered, map_and_lower
 
 
 @dataclass(frozen=True)
@@ -104,18 +106,18 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
     sched = log.run("schedule", "scheduling",
                     lambda: compute_schedule(scop, deps, options.schedule), _describe_schedule,
                     key=("schedule", source, language, options.deps, options.schedule))
-    # tile choice (seed 000 §4.3), mapping, memory plan and Kernel IR, with the
-    # isl-budget fallbacks: one call today (mapping.map_and_lower)
-    program, summary, notes, mapping = log.run(
-        "lowering", "mapping", lambda: map_and_lower(scop, sched, options),
-        lambda lowered: _describe_program(lowered[0]))
+    # tile choice (seed 000 §4.3), mapping, memory plan and Kernel IR, down the
+    # ladder of isl-budget fallbacks (compiler/lowering.py)
+    lowered = log.run("lowering", "mapping", lambda: map_and_lower(scop, sched, options),
+                      _describe_lowered)
+    program = lowered.program
     cuda = log.run("cuda", "code generation", lambda: print_cuda(program), _describe_text)
     host_py = log.run("host", "code generation", lambda: print_host_python(program),
                       _describe_text)
     compiled = Compiled(scop=scop, deps=deps, schedule=sched, program=program, cuda=cuda,
-                        host_py=host_py, compile_s=time.perf_counter() - t0, summary=summary,
-                        mapping=mapping, options=options,
-                        notes=tuple(deps.notes) + tuple(notes), language=language,
+                        host_py=host_py, compile_s=time.perf_counter() - t0,
+                        summary=lowered.summary, mapping=lowered.mapping, options=options,
+                        notes=tuple(deps.notes) + lowered.notes, language=language,
                         stages=log.stages())
     _remember(source, language, options, compiled)
     return compiled
@@ -228,9 +230,12 @@ def _describe_schedule(sched: ScheduleResult) -> str:
     return f"{used}{planned}; {len(sched.notes)} note(s)"
 
 
-def _describe_program(program: kir.Program) -> str:
+def _describe_lowered(lowered: Lowered) -> str:
+    program = lowered.program
+    tile = (f"; --tile auto chose {','.join(map(str, lowered.chosen_tile))}"
+            if lowered.chosen_tile else "")
     return (f"{len(program.kernels)} kernel(s), {len(program.launches())} launch site(s), "
-            f"{len(program.constants)} __constant__ array(s)")
+            f"{len(program.constants)} __constant__ array(s){tile}")
 
 
 def _describe_text(text: str) -> str:

@@ -21,7 +21,8 @@ import numpy as np
 
 from .. import kir
 from ..expr import evaluate
-from ..scop import DTYPES, Scop
+from ..dtypes import DTYPES
+from ..scop import Scop
 
 #: Bytes of constant memory a CUDA module may declare.
 CONSTANT_LIMIT = 64 * 1024

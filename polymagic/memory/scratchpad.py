@@ -122,7 +122,7 @@ class Buffer:
 
     @property
     def bytes(self) -> int:
-        from ..scop import DTYPES
+        from ..dtypes import DTYPES
         return (self.box.size or 0) * np.dtype(DTYPES[self.ctype]).itemsize
 
 

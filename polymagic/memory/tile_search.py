@@ -65,7 +65,7 @@ import numpy as np
 from .. import mapping as _mapping
 from ..errors import OptionsError
 from ..options import Options
-from ..scop import DTYPES
+from ..dtypes import DTYPES
 from .plan import STATIC_SHARED_LIMIT
 
 

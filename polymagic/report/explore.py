@@ -111,7 +111,7 @@ def effective_options(compiled, options: Options) -> Options:
 def mapping_of(compiled, options: Options) -> MappingInfo:
     """The mapping stage's plans and filters for ``compiled`` (cached)."""
     from ..mapping import map_schedule
-    kept = getattr(compiled, "mapping", None)
+    kept = compiled.mapping
     if kept is not None and compiled.options.size_independent() != \
             options.compile.size_independent():
         kept = None                      # another configuration than the compile's

@@ -3,7 +3,8 @@
 One place for the C compiler's name (``$CC`` or ``cc``), the on-disk cache
 (``$POLYMAGIC_CACHE`` or ``~/.cache/polymagic``), atomic writes (several kernels or
 processes may compile at once) and turning a compiler failure into a CompileError
-that carries the log.
+that carries the log; and the check of the arrays whose raw pointers those libraries
+receive.
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import CompileError
+import numpy as np
+
+from ..errors import CompileError, InputError
 
 
 def cache_dir(sub: str) -> Path:
@@ -84,3 +87,14 @@ def shared_library(source: str, flags: Sequence[str], sub: str, stem: str, what:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return lib
+
+
+def check_pointer_array(value, want: np.dtype, label: str, who: str) -> None:
+    """InputError unless ``value`` is a writeable C-contiguous NumPy array of ``want``:
+    a compiled library receives only its data pointer (``label`` names the array in
+    the message, ``who`` the library, e.g. 'the emulator')."""
+    if not isinstance(value, np.ndarray) or value.dtype != want:
+        raise InputError(f"{label}: {who} needs a NumPy array of {want}, got "
+                         f"{type(value).__name__} {getattr(value, 'dtype', '')}")
+    if not value.flags.c_contiguous or not value.flags.writeable:
+        raise InputError(f"{label}: {who} needs a writeable C-contiguous array")

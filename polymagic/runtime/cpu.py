@@ -27,8 +27,9 @@ from typing import Mapping
 import numpy as np
 
 from . import ccompile
+from ..dtypes import DTYPES
 from ..errors import CompileError, InputError, UnsupportedError
-from ..scop import DTYPES, Param, Scop
+from ..scop import Param, Scop
 
 PRELUDE = """\
 /* polymagic CPU reference prelude */
@@ -127,12 +128,8 @@ class CpuReference:
     def _argument(self, p: Param, value):
         if p.kind != "array":
             return _argtype(p)(value)
-        want = np.dtype(DTYPES[p.ctype])
-        if not isinstance(value, np.ndarray) or value.dtype != want:
-            raise InputError(f"{p.name}: the CPU reference needs a NumPy array of {want}, "
-                             f"got {type(value).__name__} {getattr(value, 'dtype', '')}")
-        if not value.flags.c_contiguous or not value.flags.writeable:
-            raise InputError(f"{p.name}: the CPU reference needs a writeable C-contiguous array")
+        ccompile.check_pointer_array(value, np.dtype(DTYPES[p.ctype]), p.name,
+                                     "the CPU reference")
         return ctypes.c_void_p(value.ctypes.data)
 
     def run(self, args: Mapping[str, object]) -> float:

@@ -29,15 +29,17 @@ import numpy as np
 
 from .. import kir
 from . import ccompile
+from ..dtypes import DTYPES
 from ..errors import EmulatorError, InputError
 from ..expr import evaluate
-
-#: NumPy dtype of each C element type.
-DTYPES = {"float": "float32", "double": "float64", "int": "int32", "long": "int64",
-          "long long": "int64", "short": "int16", "char": "int8", "signed char": "int8",
-          "unsigned char": "uint8", "unsigned": "uint32", "unsigned int": "uint32",
-          "unsigned long": "uint64", "int32_t": "int32", "int64_t": "int64",
-          "uint8_t": "uint8", "uint32_t": "uint32", "uint64_t": "uint64"}
+from ..scop import Scop
+from ..transfers import kernels as K
+from ..transfers import session as S
+from ..transfers.pack import Staging, allocate, pack, unpack
+from ..transfers.plan import TransferPlan
+from ..transfers.session import TransferStats
+from ..transfers.tiling import Tile
+from .tiled import run_tiled
 
 ORDERS = {"forward": 0, "reverse": 1, "shuffle": 2}
 
@@ -190,6 +192,16 @@ def array_span(decl: kir.ArrayDecl, ints: Mapping[str, int]) -> int:
     return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
 
 
+def temp_array(decl: kir.ArrayDecl, ints: Mapping[str, int]) -> np.ndarray:
+    """A zero-filled temp array as the kernels address it (flat)."""
+    shape = array_shape(decl, ints) or (1,)
+    if any(n < 0 for n in shape):
+        raise InputError(f"temp array {decl.name}: negative extent in {shape}")
+    span = array_span(decl, ints)
+    return np.zeros(max(span, int(np.prod(shape))) if span else 1,
+                    dtype=np.dtype(DTYPES[decl.ctype]))
+
+
 class EmulatorModule:
     """A compiled emulator ('emulate') or OpenMP ('openmp') build of a Program."""
 
@@ -212,22 +224,14 @@ class EmulatorModule:
             except KeyError:
                 raise InputError(f"array {name}: C type {decl.ctype!r} is not supported "
                                  f"by the emulator") from None
-            span = array_span(decl, ints)
             if decl.kind == "temp":
-                shape = array_shape(decl, ints) or (1,)
-                if any(n < 0 for n in shape):
-                    raise InputError(f"temp array {name}: negative extent in {shape}")
-                a = np.zeros(max(span, int(np.prod(shape))) if span else 1, dtype=want)
-                out.append(a)
+                out.append(temp_array(decl, ints))
                 continue
+            span = array_span(decl, ints)
             if name not in arrays:
                 raise InputError(f"the emulator needs array {name!r}")
             a = arrays[name]
-            if not isinstance(a, np.ndarray) or a.dtype != want:
-                raise InputError(f"array {name}: the emulator needs a NumPy array of {want}, got "
-                                 f"{type(a).__name__} {getattr(a, 'dtype', '')}")
-            if not a.flags.c_contiguous or not a.flags.writeable:
-                raise InputError(f"array {name}: the emulator needs a writeable C-contiguous array")
+            ccompile.check_pointer_array(a, want, f"array {name}", "the emulator")
             rowmajor = tuple(decl.strides) == tuple(kir.row_major_strides(decl.shape))
             if (a.size != span) if rowmajor else (a.size < span):
                 raise InputError(f"array {name}: {a.size} elements given, the declaration "
@@ -235,16 +239,6 @@ class EmulatorModule:
                                  f"needs {span}")
             out.append(a)
         return out
-
-    def temp_array(self, name: str, ints: Mapping[str, int]) -> np.ndarray:
-        """A zero-filled temp array as the kernels address it (flat)."""
-        decl = self.program.arrays[name]
-        want = np.dtype(DTYPES[decl.ctype])
-        shape = array_shape(decl, ints) or (1,)
-        if any(n < 0 for n in shape):
-            raise InputError(f"temp array {name}: negative extent in {shape}")
-        span = array_span(decl, ints)
-        return np.zeros(max(span, int(np.prod(shape))) if span else 1, dtype=want)
 
     def run(self, arrays: Mapping[str, np.ndarray], ints: Mapping[str, int],
             scalars: Mapping[str, float] | None = None, seed: int = 0,
@@ -367,11 +361,13 @@ def _module(program: kir.Program, mode: str, cache: dict | None = None) -> Emula
     return mod
 
 
-def run_transferred(program: kir.Program, scop, mode: str, sources: Mapping[str, np.ndarray],
+def run_transferred(program: kir.Program, scop: Scop | None, mode: str,
+                    sources: Mapping[str, np.ndarray],
                     results: Mapping[str, np.ndarray], ints: Mapping[str, int],
                     scalars: Mapping[str, float] | None = None, seed: int = 0,
                     order: str = "shuffle", device_mem: int | None = None,
-                    cache: dict | None = None, transactions: bool = True):
+                    cache: dict | None = None,
+                    transactions: bool = True) -> tuple[EmuResult, TransferStats]:
     """Run ``program`` the way the GPU runtime does, on packed device buffers.
 
     The transfer plan (:mod:`polymagic.transfers`) is built from the real layouts
@@ -382,135 +378,147 @@ def run_transferred(program: kir.Program, scop, mode: str, sources: Mapping[str,
     In 'emulate' mode the buffers carry sentinel guard zones: a write outside the
     packed elements raises EmulatorError, a read of an unpacked slot yields NaN.
     With ``device_mem`` smaller than the run's buffers, launches run in tiles with
-    their own transfers (§4.4).  Builds are kept in ``cache`` (a dict; default: one
-    per process).  Warp transactions are counted (``transactions``, emulate mode)
-    on the device addresses: element 0 of each array at its layout's offset in its
-    buffer.  Returns ``(EmuResult, TransferStats)``.
+    their own transfers (§4.4, :func:`polymagic.runtime.tiled.run_tiled`).  Builds
+    are kept in ``cache`` (a dict; default: one per process).  Warp transactions
+    are counted (``transactions``, emulate mode) on the device addresses: element 0
+    of each array at its layout's offset in its buffer.
     """
-    from ..codegen.host import print_host_python
-    from ..transfers import session as S
-    from ..transfers.pack import allocate, pack, unpack
-    from .gpu import load_host
     ints = {k: int(v) for k, v in ints.items()}
-    stats = S.TransferStats()
-    whole_in = {n: sources[n] for n in S.kernel_param_arrays(program)}
-    written = S.written_param_arrays(program)
-    from ..transfers.pack import whole_bytes
-    stats.whole_h2d = sum(whole_bytes(a) for a in whole_in.values())
-    stats.whole_d2h = sum(whole_bytes(a) for n, a in whole_in.items() if n in written)
-    temps = {n: None for n, d in program.arrays.items() if d.kind == "temp"}
+    stats = TransferStats.of_run(program, sources)
     ses = S.plan_session(program, scop, sources, ints)
     need = ses.plan.bytes_h2d + S.temps_nbytes(program, ints)
-    res = EmuResult(seconds=0.0)
     if device_mem is None or need <= device_mem:
-        stats.add_plan(ses.plan, sources)
-        stats.buffers = ses.plan.describe()
-        mod = _module(ses.variant, mode, cache)
-        guards = None
-        if mode == "emulate":
-            guards = {n: S.layout_span(program.arrays[n], lay.strides, ints)
-                      for n, lay in ses.plan.layouts.items()}
-        staging = allocate(ses.plan, guards)
-        t0 = time.perf_counter()
-        pack(ses.plan, sources, staging)
-        stats.pack_s = time.perf_counter() - t0
-        keep = []
-        ptrs = _pointers(mod, ses.plan, staging, ses.ints, keep)
-        r = mod.run_pointers(ptrs, ses.ints, scalars, seed, order,
-                             base_bytes=_base_bytes(mod.program, ses.plan),
-                             transactions=transactions)
-        _check_guards(staging, mode)
-        t0 = time.perf_counter()
-        unpack(ses.plan, staging, results)
-        stats.unpack_s = time.perf_counter() - t0
-        stats.launches = r.launches
-        return r, stats
-    # tiled: every launch gets its own plan and tiles within the budget
-    stats.mode = "tiled"
-    budget = device_mem - S.temps_nbytes(program, ints)
-    if budget <= 0:
-        from ..errors import DeviceError
-        raise DeviceError(f"--device-mem {device_mem} B does not even hold the temporaries "
-                          f"({S.temps_nbytes(program, ints)} B)")
-    variant = S.tiled_variant(program)
-    work = {n: (results[n] if n in results else sources[n]) for n in whole_in}
-    for n in whole_in:
-        if n in results and results[n] is not sources[n]:
-            results[n][...] = sources[n]
-    shapes = {n: tuple(a.shape) for n, a in work.items()}
-    tmp_arrays = {n: EmulatorModule.temp_array(_TempHolder(program), n, ints) for n in temps}
-    host = load_host(print_host_python(program))
-    txs: list = []
-
-    def launch(name: str, grid, extra=None) -> None:
-        grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-        if min(grid) <= 0:
-            return
-        env = {**ints, **{k: int(v) for k, v in (extra or {}).items()}}
-        lp = S.K.launch_program(variant, name)
-        mod = _module(lp, mode, cache)
-        for tile, plan in S.launch_plans(program, name, grid, env, work, budget):
-            guards = None
-            if mode == "emulate":
-                guards = {n: S.layout_span(program.arrays[n], lay.strides, env)
-                          for n, lay in plan.layouts.items()}
-            staging = allocate(plan, guards)
-            t0 = time.perf_counter()
-            pack(plan, work, staging)
-            stats.pack_s += time.perf_counter() - t0
-            ti = S.tile_ints(variant, name, plan, tile, grid, env, shapes)
-            keep = []
-            ptrs = []
-            for n, decl in lp.arrays.items():
-                if decl.kind == "temp":
-                    ptrs.append(tmp_arrays[n].ctypes.data)
-                elif n in plan.layouts:
-                    ptrs.append(staging[plan.layouts[n].component].pointer(plan.layouts[n]))
-                else:
-                    keep.append(np.zeros(1, dtype=DTYPES[decl.ctype]))
-                    ptrs.append(keep[-1].ctypes.data)
-            r = mod.run_pointers(ptrs, ti, scalars, seed, order,
-                                 base_bytes=_base_bytes(lp, plan), transactions=transactions)
-            txs.append(r.tx_counters)
-            _check_guards(staging, mode)
-            t0 = time.perf_counter()
-            unpack(plan, staging, work)
-            stats.unpack_s += time.perf_counter() - t0
-            stats.add_plan(plan, work)
-            stats.tiles += 1
-            res.seconds += r.seconds
-            for kn, c in r.counters.items():
-                acc = res.counters.setdefault(kn, {})
-                for f, v in c.items():
-                    acc[f] = acc.get(f, 0) + v
-            res.loads += r.loads
-            res.stores += r.stores
-        res.launches += 1
-        stats.launches += 1
-    host(dict(ints), launch)
-    res.tx_counters = sum_tx(txs)
-    res.tx = sum_tx(list(res.tx_counters.values())) if res.tx_counters else None
-    for n in results:
-        if work.get(n) is not None and work[n] is not results[n]:
-            results[n][...] = work[n]
-    return res, stats
+        return _run_session(program, ses, mode, sources, results, scalars, seed, order,
+                            cache, transactions, stats)
+    from ..codegen.host import print_host_python
+    from .gpu import load_host
+    device = _EmulatorTiles(program, mode, cache, scalars, seed, order, transactions)
+    run_tiled(program, load_host(print_host_python(program)), device, sources, results,
+              ints, device_mem, stats)
+    return device.result(stats.launches), stats
 
 
-class _TempHolder:
-    """Just enough of an EmulatorModule for :meth:`EmulatorModule.temp_array`."""
+def _run_session(program: kir.Program, ses: S.Session, mode: str, sources: Mapping[str, np.ndarray],
+                 results: Mapping[str, np.ndarray], scalars: Mapping[str, float] | None,
+                 seed: int, order: str, cache: dict | None, transactions: bool,
+                 stats: TransferStats) -> tuple[EmuResult, TransferStats]:
+    """One plan for the whole run: pack once, run every launch, unpack once."""
+    stats.add_plan(ses.plan, sources)
+    stats.buffers = ses.plan.describe()
+    mod = _module(ses.variant, mode, cache)
+    staging = allocate(ses.plan, _guards(program, ses.plan, ses.ints, mode))
+    t0 = time.perf_counter()
+    pack(ses.plan, sources, staging)
+    stats.pack_s = time.perf_counter() - t0
+    temps = {n: temp_array(d, ses.ints) for n, d in mod.program.arrays.items()
+             if d.kind == "temp"}
+    keep: list[np.ndarray] = []
+    r = mod.run_pointers(_pointers(mod.program, ses.plan, staging, temps, keep), ses.ints,
+                         scalars, seed, order, base_bytes=_base_bytes(mod.program, ses.plan),
+                         transactions=transactions)
+    _check_guards(staging, mode)
+    t0 = time.perf_counter()
+    unpack(ses.plan, staging, results)
+    stats.unpack_s = time.perf_counter() - t0
+    stats.launches = r.launches
+    return r, stats
 
-    def __init__(self, program: kir.Program):
-        self.program = program
+
+@dataclass
+class _EmuTile:
+    """A tile the emulator has run (it runs a tile to the end as it starts it)."""
+    result: EmuResult
+    keep: list[np.ndarray]
 
 
-def _pointers(mod: EmulatorModule, plan, staging, ints: Mapping[str, int], keep: list) -> list[int]:
-    """One pointer per array of ``mod.program``: packed buffers, fresh zero-filled
-    temps, a dummy element for arrays no access reaches at these sizes."""
+class _EmulatorTiles:
+    """The emulator as a :class:`~polymagic.runtime.tiled.TileDevice`: the staging
+    buffers are its device memory (with guard zones in 'emulate' mode), each tile
+    runs the launch's own build of the tiled variant, tiles one after the other;
+    the per-kernel counters of the tiles add up into one :class:`EmuResult`."""
+    overlap = False
+
+    def __init__(self, program: kir.Program, mode: str, cache: dict | None,
+                 scalars: Mapping[str, float] | None, seed: int, order: str,
+                 transactions: bool):
+        self.program, self.mode, self.cache, self.scalars = program, mode, cache, scalars
+        self.seed, self.order, self.transactions = seed, order, transactions
+        self.variant: kir.Program | None = None
+        self.temps: dict[str, np.ndarray] = {}
+        self.modules: dict[str, EmulatorModule] = {}
+        self.total = EmuResult(seconds=0.0)
+        self.txs: list[dict[str, dict[str, int]] | None] = []
+
+    def prepare(self, variant: kir.Program, ints: Mapping[str, int]) -> None:
+        """The temps stay resident across the launches (as the GPU keeps them)."""
+        self.variant = variant
+        self.temps = {n: temp_array(d, ints) for n, d in self.program.arrays.items()
+                      if d.kind == "temp"}
+
+    def allocate(self, plan: TransferPlan, ints: Mapping[str, int]) -> list[Staging]:
+        return allocate(plan, _guards(self.program, plan, ints, self.mode))
+
+    def _launch_module(self, kernel: str) -> EmulatorModule:
+        """The build of the one-kernel program of ``kernel``'s launches."""
+        mod = self.modules.get(kernel)
+        if mod is None:
+            mod = self.modules[kernel] = _module(K.launch_program(self.variant, kernel),
+                                                 self.mode, self.cache)
+        return mod
+
+    def start(self, index: int, kernel: str, tile: Tile, plan: TransferPlan,
+              staging: list[Staging], ints: dict[str, int]) -> _EmuTile:
+        mod = self._launch_module(kernel)
+        keep: list[np.ndarray] = []
+        r = mod.run_pointers(_pointers(mod.program, plan, staging, self.temps, keep), ints,
+                             self.scalars, self.seed, self.order,
+                             base_bytes=_base_bytes(mod.program, plan),
+                             transactions=self.transactions)
+        self.txs.append(r.tx_counters)
+        t = self.total
+        t.seconds += r.seconds
+        for kn, c in r.counters.items():
+            acc = t.counters.setdefault(kn, {})
+            for f, v in c.items():
+                acc[f] = acc.get(f, 0) + v
+        t.loads += r.loads
+        t.stores += r.stores
+        return _EmuTile(r, keep)
+
+    def wait(self, job: _EmuTile, staging: list[Staging]) -> None:
+        _check_guards(staging, self.mode)
+
+    def synchronize(self) -> None:
+        pass
+
+    def result(self, launches: int) -> EmuResult:
+        """The tiles' counters summed, ``launches`` launches of the host driver."""
+        self.total.launches = launches
+        self.total.tx_counters = sum_tx(self.txs)
+        self.total.tx = sum_tx(list(self.total.tx_counters.values())) \
+            if self.total.tx_counters else None
+        return self.total
+
+
+def _guards(program: kir.Program, plan: TransferPlan, ints: Mapping[str, int],
+            mode: str) -> dict[str, int] | None:
+    """Per planned array, the elements a kernel may address from its pointer: the
+    guard zones of its staging buffer ('emulate' mode; None otherwise)."""
+    if mode != "emulate":
+        return None
+    return {n: S.layout_span(program.arrays[n], lay.strides, ints)
+            for n, lay in plan.layouts.items()}
+
+
+def _pointers(program: kir.Program, plan: TransferPlan, staging: list[Staging],
+              temps: Mapping[str, np.ndarray], keep: list[np.ndarray]) -> list[int]:
+    """One pointer per array of ``program``: its slot in the packed buffers, its
+    temp, or a dummy element (kept alive in ``keep``) for arrays no access reaches
+    at these sizes."""
     out = []
-    for n, decl in mod.program.arrays.items():
+    for n, decl in program.arrays.items():
         if decl.kind == "temp":
-            keep.append(mod.temp_array(n, ints))
-            out.append(keep[-1].ctypes.data)
+            out.append(temps[n].ctypes.data)
         elif n in plan.layouts:
             lay = plan.layouts[n]
             out.append(staging[lay.component].pointer(lay))
@@ -520,7 +528,7 @@ def _pointers(mod: EmulatorModule, plan, staging, ints: Mapping[str, int], keep:
     return out
 
 
-def _base_bytes(program: kir.Program, plan) -> list[int]:
+def _base_bytes(program: kir.Program, plan: TransferPlan) -> list[int]:
     """Per array of ``program``: the device byte offset of its element 0 inside its
     buffer (``layout.offset`` slots; the GPU runtime passes the buffer address plus
     this), 0 for temps and unplanned arrays (their own allocations)."""
@@ -531,7 +539,8 @@ def _base_bytes(program: kir.Program, plan) -> list[int]:
     return out
 
 
-def _check_guards(staging, mode: str) -> None:
+def _check_guards(staging: list[Staging], mode: str) -> None:
+    """EmulatorError when a kernel wrote into a guard zone ('emulate' mode)."""
     if mode != "emulate":
         return
     for st in staging:
@@ -542,5 +551,5 @@ def _check_guards(staging, mode: str) -> None:
 
 
 __all__ = ["build", "EmulatorModule", "EmuResult", "run_transferred", "TX_FIELDS", "sum_tx",
-           "transaction_summary", "build_library", "cache_dir", "DTYPES",
+           "transaction_summary", "build_library", "cache_dir",
            "ORDERS", "array_shape", "array_span"]

@@ -16,20 +16,24 @@ write, and only then writes them into the caller's arrays.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
 from .. import kir
+from ..dtypes import DTYPES
 from ..errors import CompileError, DeviceError
-from ..expr import evaluate
-from ..scop import DTYPES
+from ..transfers import session as S
+from ..transfers.pack import Staging, allocate, pack, unpack
+from ..transfers.plan import TransferPlan
+from ..transfers.session import TransferStats
+from ..transfers.tiling import Tile
+from .tiled import run_tiled
 
-#: NumPy scalar constructors for kernel scalar arguments, by C type.
-SCALAR_TYPES = {"float": np.float32, "double": np.float64, "int": np.int32,
-                "long": np.int64, "short": np.int16, "char": np.int8,
-                "unsigned": np.uint32}
+if TYPE_CHECKING:            # CuPy itself is imported lazily (see _cupy)
+    import cupy
 
 _AVAILABLE: tuple[bool, str] | None = None
 _RAW_MODULES: dict[tuple[str, int], object] = {}
@@ -110,16 +114,13 @@ def load_host(host_py: str) -> Callable:
 
 def written_arrays(program: kir.Program, extra: list[str] = ()) -> list[str]:
     """Parameter arrays that some kernel writes (plus ``extra``), in Program order."""
-    w = set(extra)
-    for k in program.kernels.values():
-        w.update(s.assign.target.array for s in kir.walk(k.body) if isinstance(s, kir.Compute))
+    w = S.written_param_arrays(program) | set(extra)
     return [n for n, a in program.arrays.items() if a.kind == "param" and n in w]
 
 
-def temp_shape(decl: kir.ArrayDecl, ints: Mapping[str, int]) -> tuple[int, ...]:
-    """Shape of a runtime-allocated temp (0-d temps get one element)."""
-    shape = tuple(int(evaluate(e, ints)) for e in decl.shape)
-    return shape if shape else (1,)
+def scalar_argument(ctype: str, value: float) -> np.generic:
+    """A kernel's scalar argument: ``value`` as the NumPy scalar of its C type."""
+    return np.dtype(DTYPES[ctype]).type(value)
 
 
 # ---- the module ----------------------------------------------------------------
@@ -131,7 +132,7 @@ class GpuResult:
     d2h_s: float             # copies of the written regions back + unpacking
     launches: int
     device_name: str
-    transfers: object = None # transfers.session.TransferStats
+    transfers: TransferStats
 
 
 def _raw_module(cp, source: str, kernel_names: list[str]):
@@ -205,7 +206,7 @@ class GpuModule:
         cp = _cupy()
         self.compiled = compiled
         self.program: kir.Program = compiled.program
-        self.scop = getattr(compiled, "scop", None)
+        self.scop = compiled.scop
         self.host = load_host(compiled.host_py)
         self.written = written_arrays(self.program, [
             n for n in compiled.scop.written_arrays()
@@ -256,7 +257,8 @@ class GpuModule:
             ptr.copy_from_host(host.ctypes.data, host.nbytes)
 
     def _temps(self, cp, ints: Mapping[str, int]) -> dict:
-        return {n: cp.zeros(temp_shape(d, ints), dtype=DTYPES[d.ctype])
+        """The runtime-allocated temps, zero-filled on the device."""
+        return {n: cp.zeros(S.temp_shape(d, ints), dtype=DTYPES[d.ctype])
                 for n, d in self.program.arrays.items() if d.kind == "temp"}
 
     def run(self, arrays: Mapping[str, np.ndarray], ints: Mapping[str, int],
@@ -266,7 +268,6 @@ class GpuModule:
         (default ``arrays``: any NumPy views of the declared shapes and dtypes);
         on success scatter the written regions into ``arrays`` (in place) and return
         the timings and the transfer statistics."""
-        from ..transfers import session as S
         cp = _cupy()
         sources = arrays if sources is None else sources
         ints = {k: int(v) for k, v in ints.items()}
@@ -288,21 +289,12 @@ class GpuModule:
                 raise DeviceError(f"the GPU run failed: {type(e).__name__}: {e}") from e
             raise                                       # a polymagic bug: keep the traceback
 
-    def _stats(self, sources) -> "object":
-        from ..transfers import session as S
-        from ..transfers.pack import whole_bytes
-        st = S.TransferStats()
-        names = S.kernel_param_arrays(self.program)
-        written = S.written_param_arrays(self.program)
-        st.whole_h2d = sum(whole_bytes(sources[n]) for n in names)
-        st.whole_d2h = sum(whole_bytes(sources[n]) for n in names if n in written)
-        return st
-
-    def _run_session(self, cp, ses, arrays, sources, ints, scalars) -> GpuResult:
+    def _run_session(self, cp, ses: S.Session, arrays, sources, ints,
+                     scalars) -> GpuResult:
+        """One plan for the whole run: the buffers go up once, every launch runs on
+        them, the written ranges come back once."""
         from ..codegen.host import print_host_python
-        from ..transfers.pack import allocate, pack, unpack
-        import time
-        stats = self._stats(sources)
+        stats = TransferStats.of_run(self.program, sources)
         stats.add_plan(ses.plan, sources)
         stats.buffers = ses.plan.describe()
         variant = ses.variant
@@ -348,7 +340,7 @@ class GpuModule:
 
     def _launcher(self, program: kir.Program, fns: dict, args: dict, ints: Mapping[str, int],
                   scalars: Mapping[str, float], counter: list[int]) -> Callable:
-        sc = {s: SCALAR_TYPES[program.scalars[s]](scalars[s]) for s in program.scalars}
+        sc = {s: scalar_argument(program.scalars[s], scalars[s]) for s in program.scalars}
 
         def launch(name: str, grid, extra=None) -> None:
             k = program.kernels[name]
@@ -364,113 +356,88 @@ class GpuModule:
 
     def _run_tiled(self, cp, arrays, sources, ints, scalars, device_mem: int) -> GpuResult:
         """Every launch in tiles of blocks whose buffers fit ``device_mem`` (§4.4)."""
-        import time
-        from ..transfers import session as S
-        from ..transfers.pack import allocate, pack, unpack
-        stats = self._stats(sources)
-        stats.mode = "tiled"
-        temps_b = S.temps_nbytes(self.program, ints)
-        budget = device_mem - temps_b
-        if budget <= 0:
-            raise DeviceError(f"--device-mem {device_mem} B does not even hold the "
-                              f"temporaries ({temps_b} B)")
-        variant = S.tiled_variant(self.program)
-        fns = self._functions(variant)
-        names = S.kernel_param_arrays(self.program)
-        work = {n: (arrays[n] if n in arrays else sources[n]) for n in names}
-        for n in names:
-            if n in arrays and arrays[n] is not sources[n]:
-                arrays[n][...] = sources[n]
-        shapes = {n: tuple(a.shape) for n, a in work.items()}
-        temps = self._temps(cp, ints)
-        streams = [cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)]
-        empty = _pinned_empty(cp)
-        sc = {s: SCALAR_TYPES[variant.scalars[s]](scalars[s]) for s in variant.scalars}
-        times = {"h2d": 0.0, "kernel": 0.0, "d2h": 0.0}
-        counter = [0]
-
-        def finish(job) -> None:
-            plan, staging, dev, done, started = job
-            done.synchronize()
-            t0 = time.perf_counter()
-            unpack(plan, staging, work)
-            stats.unpack_s += time.perf_counter() - t0
-            times["kernel"] += _elapsed(cp, started[0], started[1])
-            del dev
-
-        def conflicts(a, b) -> bool:
-            for n, la in a.layouts.items():
-                lb = b.layouts.get(n)
-                if lb is not None and any(x.intersects(y) for x in la.copy_out for y in lb.copy_in):
-                    return True
-            return False
-
-        def launch(name: str, grid, extra=None) -> None:
-            grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-            if min(grid) <= 0:
-                return
-            env = {**ints, **{k: int(v) for k, v in (extra or {}).items()}}
-            k = variant.kernels[name]
-            pending = None
-            for i, (tile, plan) in enumerate(S.launch_plans(self.program, name, grid, env,
-                                                            work, budget)):
-                if pending is not None and (conflicts(pending[0], plan)
-                                            or pending[0].bytes_h2d + plan.bytes_h2d > budget):
-                    finish(pending)
-                    pending = None
-                t0 = time.perf_counter()
-                staging = allocate(plan, None, empty=empty)
-                pack(plan, work, staging)
-                stats.pack_s += time.perf_counter() - t0
-                s = streams[i % 2]
-                with s:
-                    dev = [cp.empty(st.component.nbytes, dtype=cp.uint8) for st in staging]
-                    for d, st in zip(dev, staging):
-                        d.set(st.raw, stream=s)
-                    ti = S.tile_ints(variant, name, plan, tile, grid, env, shapes)
-                    args = []
-                    for a in k.arrays:
-                        if variant.arrays[a].kind == "temp":
-                            args.append(temps[a])
-                        elif a in plan.layouts:
-                            lay = plan.layouts[a]
-                            args.append(_pointer(dev[lay.component], lay.offset * lay.itemsize))
-                        else:
-                            args.append(np.uint64(0))
-                    args += [sc[x] for x in k.scalars] + [np.int32(ti[x]) for x in k.ints]
-                    started = (cp.cuda.Event(), cp.cuda.Event())
-                    started[0].record(s)
-                    _call(fns[name], tuple(tile.count), k, tuple(args))
-                    started[1].record(s)
-                    for d, st in zip(dev, staging):
-                        isz = st.itemsize
-                        for lo, hi in st.component.d2h:
-                            _download(d[lo * isz:hi * isz], st.raw[lo * isz:hi * isz], s)
-                    done = cp.cuda.Event()
-                    done.record(s)
-                if pending is not None:
-                    finish(pending)
-                pending = (plan, staging, dev, done, started)
-                stats.add_plan(plan, work)
-                stats.tiles += 1
-            if pending is not None:
-                finish(pending)
-            counter[0] += 1
-            stats.launches += 1
-
-        self._upload_constants(variant, sources)
-        t0 = time.perf_counter()
-        self.host(dict(ints), launch)
-        cp.cuda.Device().synchronize()
-        wall = time.perf_counter() - t0
-        for n in arrays:
-            if work.get(n) is not None and work[n] is not arrays[n]:
-                arrays[n][...] = work[n]
+        stats = TransferStats.of_run(self.program, sources)
+        device = _GpuTiles(self, cp, sources, scalars)
+        wall = run_tiled(self.program, self.host, device, sources, arrays, ints, device_mem,
+                         stats)
         # tiles overlap transfers with kernels: report kernel time and the rest as copies
-        rest = max(0.0, wall - times["kernel"])
-        return GpuResult(kernel_s=times["kernel"], h2d_s=rest / 2, d2h_s=rest / 2,
-                         launches=counter[0], device_name=self.device_name, transfers=stats)
+        rest = max(0.0, wall - device.kernel_s)
+        return GpuResult(kernel_s=device.kernel_s, h2d_s=rest / 2, d2h_s=rest / 2,
+                         launches=stats.launches, device_name=self.device_name,
+                         transfers=stats)
+
+
+@dataclass
+class _GpuTile:
+    """A tile in flight on its stream."""
+    dev: list[cupy.ndarray]      # its device buffers, alive until the tile is waited for
+    started: tuple[cupy.cuda.Event, cupy.cuda.Event]   # recorded around its kernel
+    done: cupy.cuda.Event        # recorded after its copies back
+
+
+class _GpuTiles:
+    """The GPU as a :class:`~polymagic.runtime.tiled.TileDevice`: pinned staging
+    buffers; a tile's upload, kernel and download go on one of two CUDA streams in
+    turn, so the next tile's upload overlaps the current tile's kernel."""
+    overlap = True
+
+    def __init__(self, module: GpuModule, cp, sources: Mapping[str, np.ndarray],
+                 scalars: Mapping[str, float]):
+        self.module, self.cp, self.sources, self.scalars = module, cp, sources, scalars
+        self.kernel_s = 0.0
+
+    def prepare(self, variant: kir.Program, ints: Mapping[str, int]) -> None:
+        """Compile the variant, allocate the temps, upload the constants."""
+        cp = self.cp
+        self.variant = variant
+        self.fns = self.module._functions(variant)
+        self.temps = self.module._temps(cp, ints)
+        self.streams = [cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)]
+        self.empty = _pinned_empty(cp)
+        self.sc = {s: scalar_argument(variant.scalars[s], self.scalars[s])
+                   for s in variant.scalars}
+        self.module._upload_constants(variant, self.sources)
+
+    def allocate(self, plan: TransferPlan, ints: Mapping[str, int]) -> list[Staging]:
+        return allocate(plan, None, empty=self.empty)
+
+    def start(self, index: int, kernel: str, tile: Tile, plan: TransferPlan,
+              staging: list[Staging], ints: dict[str, int]) -> _GpuTile:
+        cp, k = self.cp, self.variant.kernels[kernel]
+        s = self.streams[index % 2]
+        with s:
+            dev = [cp.empty(st.component.nbytes, dtype=cp.uint8) for st in staging]
+            for d, st in zip(dev, staging):
+                d.set(st.raw, stream=s)
+            args = []
+            for a in k.arrays:
+                if self.variant.arrays[a].kind == "temp":
+                    args.append(self.temps[a])
+                elif a in plan.layouts:
+                    lay = plan.layouts[a]
+                    args.append(_pointer(dev[lay.component], lay.offset * lay.itemsize))
+                else:
+                    args.append(np.uint64(0))
+            args += [self.sc[x] for x in k.scalars] + [np.int32(ints[x]) for x in k.ints]
+            started = (cp.cuda.Event(), cp.cuda.Event())
+            started[0].record(s)
+            _call(self.fns[kernel], tuple(tile.count), k, tuple(args))
+            started[1].record(s)
+            for d, st in zip(dev, staging):
+                isz = st.itemsize
+                for lo, hi in st.component.d2h:
+                    _download(d[lo * isz:hi * isz], st.raw[lo * isz:hi * isz], s)
+            done = cp.cuda.Event()
+            done.record(s)
+        return _GpuTile(dev, started, done)
+
+    def wait(self, job: _GpuTile, staging: list[Staging]) -> None:
+        job.done.synchronize()
+        self.kernel_s += _elapsed(self.cp, job.started[0], job.started[1])
+
+    def synchronize(self) -> None:
+        self.cp.cuda.Device().synchronize()
 
 
 __all__ = ["gpu_available", "unavailable_reason", "GpuModule", "GpuResult", "device_name",
-           "load_host", "written_arrays", "temp_shape", "SCALAR_TYPES"]
+           "load_host", "written_arrays", "scalar_argument"]

@@ -15,7 +15,8 @@ import islpy as isl
 import numpy as np
 
 from ..errors import InputError
-from ..scop import DTYPES, Scop
+from ..dtypes import DTYPES
+from ..scop import Scop
 
 #: statement instances the emulator may run (≈ a minute on one core with its checks)
 EMULATOR_INSTANCES = int(float(os.environ.get("POLYMAGIC_MAX_EMULATOR_INSTANCES", 3e8)))

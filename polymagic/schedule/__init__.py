@@ -18,17 +18,15 @@ from ..errors import PolymagicError
 from ..isl_util import OperationBudget, TimedOut, in_child
 from ..options import ScheduleOptions
 from ..scop import Scop
-
-#: the default isl operation budget of one scheduling call
-#: (:attr:`ScheduleOptions.schedule_operations`), for :mod:`polymagic.timeblock`
-MAX_OPERATIONS = ScheduleOptions.schedule_operations
+from .superposition import SuperPlan
+from .isl_config import configure
 
 
 @dataclass
 class ScheduleResult:
     schedule: isl.Schedule
     #: seed 003 superposition plan (block- and thread-level schedules), when asked for
-    superposition: object | None = None
+    superposition: SuperPlan | None = None
     #: the plan is legal and is what the mapping emits (else the single mapping is used)
     use_superposition: bool = False
     notes: list[str] = field(default_factory=list)
@@ -41,17 +39,6 @@ class ScheduleResult:
         for n in self.notes:
             text += f"\nnote: {n}"
         return text
-
-
-def configure(ctx: isl.Context) -> None:
-    """Scheduler and tiling options the mapping relies on."""
-    ctx.set_schedule_outer_coincidence(1)     # split bands so outer members are parallel
-    ctx.set_schedule_maximize_band_depth(1)
-    ctx.set_schedule_whole_component(0)
-    ctx.set_schedule_serialize_sccs(0)
-    ctx.set_schedule_treat_coalescing(1)
-    ctx.set_tile_scale_tile_loops(0)          # tile loops count tiles
-    ctx.set_tile_shift_point_loops(1)         # point loops run over [0, T)
 
 
 def compute_schedule(scop: Scop, deps: Dependences, options: ScheduleOptions | None = None

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import kir
-from ..expr import Binary, Expr, Var, map_expr
+from ..expr import Binary, Expr, Var, walk
 
 AXES = kir.AXES
 BLOCK_OFFSETS = {a: f"pm_bo{a}" for a in AXES}
@@ -93,7 +93,6 @@ def launch_program(program: kir.Program, kernel: str) -> kir.Program:
 
 
 def _names(decl: kir.ArrayDecl) -> set[str]:
-    from ..expr import walk
     out = set()
     for e in tuple(decl.shape) + tuple(decl.strides):
         out |= {x.name for x in walk(e) if isinstance(x, Var)}

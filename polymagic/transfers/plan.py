@@ -43,6 +43,7 @@ from typing import Iterable, Mapping, Sequence
 import islpy as isl
 import numpy as np
 
+from ..scop import Scop
 from .lmad import CSLMAD, GroupPlacement, analyse_group, is_restricted, overlap_components
 
 
@@ -514,13 +515,15 @@ def _merge(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
 
 @dataclass
 class _ScopBoxes:
-    entries: list[tuple[str, bool, str, list[tuple[object, object]]]]   # array, write, label, bounds
+    """Per access: array, write, statement, and per dimension the parametric
+    minimum and maximum of the elements it touches."""
+    entries: list[tuple[str, bool, str, list[tuple[isl.PwAff, isl.PwAff]]]]
 
 
-_BOXES: dict[int, tuple[object, _ScopBoxes]] = {}
+_BOXES: dict[int, tuple[Scop, _ScopBoxes]] = {}
 
 
-def _scop_boxes(scop) -> _ScopBoxes:
+def _scop_boxes(scop: Scop) -> _ScopBoxes:
     """Parametric box hulls of every access of every statement (cached per Scop)."""
     hit = _BOXES.get(id(scop))
     if hit is not None and hit[0] is scop:
@@ -553,7 +556,7 @@ def _eval(pa, sizes: Mapping[str, int]) -> int | None:
     return int(v.to_python())
 
 
-def scop_references(scop, sizes: Mapping[str, int]) -> list[Reference]:
+def scop_references(scop: Scop, sizes: Mapping[str, int]) -> list[Reference]:
     """Every access of every statement as a :class:`Reference`: the box hull of its
     elements over the statement's domain, evaluated with ``sizes``.  Accesses whose
     domain is empty for these sizes are left out."""

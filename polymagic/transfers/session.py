@@ -24,15 +24,14 @@ from typing import Mapping
 import numpy as np
 
 from .. import kir
-from ..expr import evaluate, row_major_strides
+from ..dtypes import DTYPES
+from ..expr import accesses, evaluate, row_major_strides
+from ..scop import Scop
 from . import kernels as K
-from .pack import transfer_table
+from .pack import transfer_table, whole_bytes
 from .plan import (HostArray, Reference, TransferPlan, covering_references, plan_transfers,
                    scop_references, whole_array_references)
 from .tiling import Tile, choose_tile, kernel_references, tiles
-
-DTYPES = {"float": "float32", "double": "float64", "int": "int32", "long": "int64",
-          "short": "int16", "char": "int8", "unsigned": "uint32"}
 
 
 @dataclass
@@ -50,6 +49,15 @@ class TransferStats:
     unpack_s: float = 0.0
     buffers: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of_run(cls, program: kir.Program, sources: Mapping[str, np.ndarray]) -> TransferStats:
+        """Nothing moved yet; what whole-array transfers of the run's parameter arrays
+        (up, and down when written) would move."""
+        names = kernel_param_arrays(program)
+        written = written_param_arrays(program)
+        return cls(whole_h2d=sum(whole_bytes(sources[n]) for n in names),
+                   whole_d2h=sum(whole_bytes(sources[n]) for n in names if n in written))
 
     def add_plan(self, plan: TransferPlan, arrays: Mapping[str, np.ndarray]) -> None:
         self.bytes_h2d += plan.bytes_h2d
@@ -122,7 +130,7 @@ class Session:
     arrays: list[str]                # kernel parameter arrays
 
 
-def session_references(program: kir.Program, scop, ints: Mapping[str, int],
+def session_references(program: kir.Program, scop: Scop | None, ints: Mapping[str, int],
                        shapes: Mapping[str, tuple[int, ...]]) -> list[Reference]:
     """Every access of the Scop at these sizes, plus covering boxes for arrays that
     statements outside the Scop (shared-memory copy code, register loads and stores)
@@ -135,7 +143,6 @@ def session_references(program: kir.Program, scop, ints: Mapping[str, int],
     for k in program.kernels.values():
         for s in kir.walk(k.body):
             if isinstance(s, kir.Compute) and s.stmt not in stmts:
-                from ..expr import accesses
                 for acc in accesses(s.assign.target) + accesses(s.assign.value):
                     if acc.array in shapes:
                         other.add(acc.array)
@@ -147,7 +154,7 @@ def session_references(program: kir.Program, scop, ints: Mapping[str, int],
             + whole_array_references({n: shapes[n] for n in idle}, ()))
 
 
-def plan_session(program: kir.Program, scop, sources: Mapping[str, np.ndarray],
+def plan_session(program: kir.Program, scop: Scop | None, sources: Mapping[str, np.ndarray],
                  ints: Mapping[str, int]) -> Session:
     names = kernel_param_arrays(program)
     shapes = {n: tuple(sources[n].shape) for n in names}
@@ -234,4 +241,4 @@ def tile_ints(variant: kir.Program, kernel: str, plan: TransferPlan, tile: Tile,
 
 __all__ = ["TransferStats", "Session", "plan_session", "tiled_variant", "launch_plans",
            "tile_ints", "kernel_param_arrays", "written_param_arrays", "temps_nbytes",
-           "temp_shape", "layout_span", "DTYPES"]
+           "temp_shape", "layout_span"]

@@ -24,7 +24,8 @@ from typing import Callable, Mapping
 
 from .. import kir
 from ..errors import DeviceError
-from ..expr import Access, Binary, Call, Cast, Cond, Expr, Float, Int, Unary, Var
+from ..expr import (Access, Binary, Call, Cast, Cond, Expr, Float, Int, Unary, Var,
+                    accesses)
 from .plan import Box, Reference
 
 INF = float("inf")
@@ -147,7 +148,7 @@ def kernel_references(program: kir.Program, kernel: str, ints: Mapping[str, int]
                 env = {**env, s.var: _iv(s.value, env)}
             elif isinstance(s, kir.Compute):
                 a = s.assign
-                seen = [(a.target, True)] + [(x, False) for x in _accesses(a.value)]
+                seen = [(a.target, True)] + [(x, False) for x in accesses(a.value)]
                 seen += [(x, False) for x in _accesses_index(a.target)]
                 if a.op != "=":
                     seen.append((a.target, False))
@@ -171,15 +172,10 @@ def kernel_references(program: kir.Program, kernel: str, ints: Mapping[str, int]
     return out
 
 
-def _accesses(e: Expr) -> list[Access]:
-    from ..expr import walk
-    return [x for x in walk(e) if isinstance(x, Access)]
-
-
 def _accesses_index(target: Access) -> list[Access]:
     out = []
     for i in target.index:
-        out += _accesses(i)
+        out += accesses(i)
     return out
 
 

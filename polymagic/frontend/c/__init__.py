@@ -1,0 +1,67 @@
+"""The C front end: the text of one ``%%polycuda`` cell -> :class:`polymagic.scop.Scop`.
+
+The cell holds optional ``#define``/``#include`` lines and one ``void`` function
+whose body is a static control part: ``for`` loops with affine bounds, ``if``
+statements with affine conditions, and assignments to array elements or local
+scalars.  pycparser parses the C; this module walks its AST and builds the
+polyhedral model with islpy.
+
+Decisions other stages rely on
+------------------------------
+* Statements are ``S0, S1, ...`` in textual order; their set dimensions are named
+  after the loop iterators and their parameters are all ``int``/``long`` arguments
+  in signature order.
+* A local scalar becomes an ``Array(kind='temp')`` named after the variable when that
+  name is unique in the function (else ``name_1``, ``name_2``, ...).  Declared inside
+  loops it has one element per iteration of the loops enclosing its declaration
+  (index ``iterator - min``); declared outside all loops it is 0-d (shape ``()``).
+* ``#define NAME value`` constants are substituted by value (``Int``/``Float`` as
+  written); ``min``/``max`` are :class:`~polymagic.expr.Call` nodes whether they come
+  from a macro ``#define min(a,b) ...`` or are used without one.
+* ``a += b`` is an :class:`~polymagic.expr.Assign` with op ``'+='``; its target is
+  both read (first access) and written (last access).  ``A[i]++`` is ``A[i] += 1``.
+* ``const`` and ``restrict`` qualifiers on array parameters are accepted and
+  ignored (a ``const`` array may not be written); pointer parameters are rejected.
+
+The front end is split along the walk's seams: :mod:`.source` (text to AST,
+positions kept), :mod:`.subset` (the accepted C by name), :mod:`.symbols` (names,
+scopes and the walk's state), :mod:`.declarations` (signature and locals),
+:mod:`.statements` (dispatch and assignments), :mod:`.control` (loops, ifs and
+the schedule), :mod:`.affine` (isl expressions) and :mod:`.values` (right-hand
+sides); :class:`Builder` puts the rules together.
+"""
+from __future__ import annotations
+
+from ...scop import Scop
+from .affine import Affine
+from .control import ControlFlow
+from .declarations import Declarations
+from .source import parse, preprocess
+from .statements import Statements
+from .values import Values
+
+
+class Builder(Declarations, Statements, ControlFlow, Affine, Values):
+    """Walks one function and accumulates the Scop's pieces (every rule is a
+    method of one of the mixins; they share :class:`~.symbols.BuilderState`)."""
+
+
+def parse_c(source: str) -> Scop:
+    """Parse one cell of C (defines + one void function) into a :class:`Scop`.
+
+    Raises :class:`SourceError` for syntax errors and :class:`UnsupportedError` for
+    C outside the affine subset, both located at the user's line and column.
+    """
+    pre = preprocess(source)
+    ast = parse(pre.text, source)
+    b = Builder(source, pre)
+    fd = b.function(ast)
+    b.names.visit(fd)
+    b.signature(fd)
+    b.body(fd)
+    return Scop(name=fd.decl.name, params=b.params, arrays=b.arrays, statements=b.statements,
+                schedule=b.schedule(), context=b.context, source=source,
+                constants=dict(pre.values), language="c")
+
+
+__all__ = ["parse_c", "preprocess", "Builder"]

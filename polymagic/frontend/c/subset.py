@@ -1,0 +1,58 @@
+"""The C subset the front end accepts, by name: size, scalar and element types,
+assignment and value operators, comparisons, the math functions a statement may
+call and the names it may not declare; plus what a pycparser type node names.
+
+Every rule of the front end reads these tables, so widening the subset (a new
+element type, a new math function) is an edit here.  Types are normalised to the
+four element types the rest of polymagic knows (:data:`polymagic.dtypes.DTYPES`):
+``signed int`` is ``int``, ``long long`` is ``long``.
+"""
+from __future__ import annotations
+
+import islpy as isl
+from pycparser import c_ast
+
+MATH_FUNCS = {name: arity for base, arity in [
+    ("sqrt", 1), ("exp", 1), ("log", 1), ("fabs", 1), ("pow", 2), ("fmax", 2),
+    ("fmin", 2), ("sin", 1), ("cos", 1), ("tan", 1), ("tanh", 1), ("floor", 1),
+    ("ceil", 1)] for name in (base, base + "f")}
+MATH_FUNCS.update({"abs": 1, "min": 2, "max": 2})
+SIDE_EFFECT_FUNCS = {"printf", "fprintf", "puts", "malloc", "calloc", "realloc", "free",
+                     "memcpy", "memset", "rand", "srand", "exit", "abort", "scanf"}
+#: Comparison operators and the isl PwAff method building the set where they hold.
+CMP = {"<": isl.PwAff.lt_set, "<=": isl.PwAff.le_set, ">": isl.PwAff.gt_set,
+       ">=": isl.PwAff.ge_set, "==": isl.PwAff.eq_set, "!=": isl.PwAff.ne_set}
+FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+ASSIGN_OPS = {"=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>="}
+VALUE_BINOPS = {"+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&", "||",
+                "&", "|", "^", "<<", ">>"}
+INT_TYPES = {"int": "int", "signed": "int", "signed int": "int", "long": "long",
+             "long int": "long", "long long": "long", "long long int": "long",
+             "signed long": "long"}
+FLOAT_TYPES = {"float": "float", "double": "double"}
+ELEM_TYPES = {**FLOAT_TYPES, "int": "int", "signed": "int", "signed int": "int",
+              "long": "long", "long int": "long", "long long": "long"}
+RESERVED = set(MATH_FUNCS) | {"floord", "pm_mod", "threadIdx", "blockIdx", "blockDim",
+                              "gridDim"}
+
+
+def type_name(node: c_ast.Node) -> str | None:
+    """'int', 'long int', ... for a TypeDecl of an IdentifierType; None otherwise."""
+    if isinstance(node, c_ast.TypeDecl) and isinstance(node.type, c_ast.IdentifierType):
+        return " ".join(node.type.names)
+    return None
+
+
+def is_struct(node: c_ast.Node) -> bool:
+    """Is this a struct or union type?"""
+    return isinstance(node, c_ast.TypeDecl) and isinstance(node.type, (c_ast.Struct, c_ast.Union))
+
+
+def call_name(n: c_ast.FuncCall) -> str | None:
+    """The called function's name (None for a call through a pointer)."""
+    return n.name.name if isinstance(n.name, c_ast.ID) else None
+
+
+def call_args(n: c_ast.FuncCall) -> list[c_ast.Node]:
+    """The arguments of a call."""
+    return list(n.args.exprs) if n.args is not None else []
