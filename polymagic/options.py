@@ -34,9 +34,10 @@ class SizeMap(Mapping[str, "int | float"]):
     __slots__ = ("_items", "_hash")
 
     def __init__(self, items: "Mapping[str, int | float] | None" = None) -> None:
-        pairs = tuple(sorted((items or {}).items()))
-        object.__setattr__(self, "_items", dict(pairs))
-        object.__setattr__(self, "_hash", hash(pairs))
+        # in the order given (messages list sizes as the user did), hashed and
+        # compared regardless of order
+        object.__setattr__(self, "_items", dict(items or {}))
+        object.__setattr__(self, "_hash", hash(frozenset(self._items.items())))
 
     def __getitem__(self, name: str) -> "int | float":
         return self._items[name]
