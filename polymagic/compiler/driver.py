@@ -74,6 +74,8 @@ class Compiled:
     notes: tuple[str, ...] = ()
     language: str = "c"
     stages: tuple[StageLog, ...] = ()
+    #: the tile vector ``--tile auto`` chose (seed 000 §4.3); None when no search ran
+    chosen_tile: tuple[int, ...] | None = None
 
 
 #: stage results and compiles by the keys of the module docstring (tests empty it
@@ -118,7 +120,7 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
                         host_py=host_py, compile_s=time.perf_counter() - t0,
                         summary=lowered.summary, mapping=lowered.mapping, options=options,
                         notes=tuple(deps.notes) + lowered.notes, language=language,
-                        stages=log.stages())
+                        stages=log.stages(), chosen_tile=lowered.chosen_tile)
     _remember(source, language, options, compiled)
     return compiled
 
