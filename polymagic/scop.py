@@ -96,6 +96,7 @@ class Scop:
     source: str                  # the source as the user wrote it
     constants: dict[str, int | float] = field(default_factory=dict)  # #define values
     language: str = "c"
+    iterator_ctypes: dict[str, str] = field(default_factory=dict)  # loop iterator -> C type
 
     @property
     def size_params(self) -> list[str]:

@@ -28,9 +28,9 @@ from typing import Mapping
 import numpy as np
 
 from .. import kir
-from . import ccompile
+from . import ccompile, guard
 from ..dtypes import DTYPES
-from ..errors import EmulatorError, InputError
+from ..errors import EmulatorError, InputError, UserCodeError
 from ..expr import evaluate
 from ..scop import Scop
 from ..transfers import kernels as K
@@ -116,6 +116,7 @@ def _load(path: Path) -> tuple[ctypes.CDLL, threading.Lock]:
         if lib is None:
             lib = _LIBS[str(path)] = ctypes.CDLL(str(path))
             _LOCKS[str(path)] = threading.Lock()
+            guard.install(lib)
         return lib, _LOCKS[str(path)]
 
 
@@ -211,10 +212,13 @@ class EmulatorModule:
         self.source = source
         self.path = path
         lib, _ = _load(path)
-        fn = lib.pm_entry
+        fn = lib.pm_guarded_pm_entry
         # a private function object, so argtypes never clash between modules
-        self._entry = ctypes.CFUNCTYPE(ctypes.c_int, *_ENTRY_ARGTYPES)(
-            ctypes.cast(fn, ctypes.c_void_p).value)
+        self._entry = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                                       *_ENTRY_ARGTYPES)(ctypes.cast(fn, ctypes.c_void_p).value)
+
+    def _who(self) -> str:
+        return "the OpenMP target" if self.mode == "openmp" else "the emulator"
 
     def _arrays(self, arrays: Mapping[str, np.ndarray], ints: Mapping[str, int]) -> list[np.ndarray]:
         out = []
@@ -306,11 +310,15 @@ class EmulatorModule:
         if self.mode == "openmp":
             global _OMP_USED
             _OMP_USED = True
+        fault = (ctypes.c_int * 2)()
         with _LOCKS[str(self.path)]:
             t0 = time.perf_counter()
-            rc = self._entry(ptrs, iv, sv, ctypes.c_ulonglong(int(seed) & (2**64 - 1)),
+            rc = self._entry(fault, ptrs, iv, sv, ctypes.c_ulonglong(int(seed) & (2**64 - 1)),
                              ORDERS[order], cnt, base, tx, err, len(err))
             dt = time.perf_counter() - t0
+        if rc < 0:
+            raise UserCodeError(guard.fault_message(fault[0], fault[1], None, self._who()),
+                                fault[0], fault[1])
         if rc != 0:
             msg = err.value.decode(errors="replace") or "the emulator failed (no message)"
             raise EmulatorError(msg)
@@ -334,13 +342,29 @@ class EmulatorModule:
         return res
 
 
+#: pm_entry's parameters, for its guarded wrapper (see _ENTRY_ARGTYPES)
+_ENTRY_PARAMS = [("void **", "arrays"), ("const long long *", "ints"),
+                 ("const double *", "scalars"), ("unsigned long long", "seed"),
+                 ("int", "order"), ("long long *", "counters"), ("const long long *", "base"),
+                 ("long long *", "tx"), ("char *", "err"), ("int", "errlen")]
+
+
+def guarded_source(source: str) -> str:
+    """The emulator C with the fault guard: ``pm_guarded_pm_entry(fault, ...)`` runs
+    ``pm_entry`` and, after a SIGFPE/SIGSEGV/SIGBUS in the user's expressions, frees
+    the run's state and returns -1 (:mod:`polymagic.runtime.guard`)."""
+    return (source + guard.GUARD_C
+            + guard.wrapper_c("pm_entry", _ENTRY_PARAMS, returns="int",
+                              on_fault="pm_cleanup();"))
+
+
 def build(program: kir.Program, mode: str = "emulate", *,
           extra_cflags: tuple[str, ...] = ()) -> EmulatorModule:
     """Print and compile ``program`` for ``mode`` ('emulate' or 'openmp'); cached.
 
     ``extra_cflags`` (e.g. ``("-DPM_MAX_PHASES=100",)``) are for tests."""
     from ..codegen.emulator import print_emulator_c
-    source = print_emulator_c(program, mode)
+    source = guarded_source(print_emulator_c(program, mode))
     path = build_library(source, mode, tuple(extra_cflags))
     return EmulatorModule(program, mode, source, path)
 
@@ -383,6 +407,23 @@ def run_transferred(program: kir.Program, scop: Scop | None, mode: str,
     are counted (``transactions``, emulate mode) on the device addresses: element 0
     of each array at its layout's offset in its buffer.
     """
+    try:
+        return _run_transferred(program, scop, mode, sources, results, ints, scalars, seed,
+                                order, device_mem, cache, transactions)
+    except UserCodeError as e:
+        if scop is None or not e.signal:
+            raise
+        who = "the OpenMP target" if mode == "openmp" else "the emulator"
+        raise UserCodeError(guard.fault_message(e.signal, e.code, scop, who),
+                            e.signal, e.code) from None
+
+
+def _run_transferred(program: kir.Program, scop: Scop | None, mode: str,
+                     sources: Mapping[str, np.ndarray], results: Mapping[str, np.ndarray],
+                     ints: Mapping[str, int], scalars: Mapping[str, float] | None, seed: int,
+                     order: str, device_mem: int | None, cache: dict | None,
+                     transactions: bool) -> tuple[EmuResult, TransferStats]:
+    """:func:`run_transferred` without the naming of a fault's statements."""
     ints = {k: int(v) for k, v in ints.items()}
     stats = TransferStats.of_run(program, sources)
     ses = S.plan_session(program, scop, sources, ints)

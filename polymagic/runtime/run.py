@@ -586,6 +586,9 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
     sources = inputs.arrays()
     # results land in copies of the written arrays; the others are only read
     dev = {n: (np.array(a, copy=True) if n in written else a) for n, a in sources.items()}
+    if check:     # first: a fault in the user's code is named before any target runs it
+        ref = {n: a.copy() for n, a in inputs.arrays().items()}
+        cpu_s = cpu_reference(scop).run({**inputs.args, **ref})
     d = run_device(compiled, target, options, dev, ints, scalars, sources=sources)
     report = RunReport(ok=True, target=target, target_note=_join(why, d.note), checked=check,
                        device_s=d.seconds, h2d_s=d.h2d_s, d2h_s=d.d2h_s, launches=d.launches,
@@ -596,8 +599,7 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
         report.transfers = d.transfers.as_dict()
         notes.append(d.transfers.summary())
     if check:
-        ref = {n: a.copy() for n, a in inputs.arrays().items()}
-        report.cpu_s = cpu_reference(scop).run({**inputs.args, **ref})
+        report.cpu_s = cpu_s
         per, totals = compare_all(written, ref, dev)
         report.per_array = {n: c.info() for n, c in per.items()}
         for k, v in totals.items():
