@@ -17,6 +17,7 @@ detection, see ``emu_support.h``) is the evidence that generated kernels are rig
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import threading
@@ -385,6 +386,35 @@ def _module(program: kir.Program, mode: str, cache: dict | None = None) -> Emula
     return mod
 
 
+def _openmp_runtime() -> ctypes.CDLL | None:
+    for name in ("libgomp.so.1", "libomp.so", "libomp.so.5"):
+        try:
+            lib = ctypes.CDLL(name)
+            lib.omp_get_max_threads.restype = ctypes.c_int
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+@contextlib.contextmanager
+def _one_thread(on: bool):
+    """OpenMP parallel regions started from this thread run on one thread while
+    ``on``: the fault guard can only recover the calling thread, so a user's code
+    with integer divisions (which may trap on data the static checks cannot see)
+    runs where a trap is an error, not the end of the process."""
+    omp = _openmp_runtime() if on else None
+    if omp is None:
+        yield
+        return
+    before = omp.omp_get_max_threads()
+    omp.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        omp.omp_set_num_threads(before)
+
+
 def run_transferred(program: kir.Program, scop: Scop | None, mode: str,
                     sources: Mapping[str, np.ndarray],
                     results: Mapping[str, np.ndarray], ints: Mapping[str, int],
@@ -408,8 +438,10 @@ def run_transferred(program: kir.Program, scop: Scop | None, mode: str,
     of each array at its layout's offset in its buffer.
     """
     try:
-        return _run_transferred(program, scop, mode, sources, results, ints, scalars, seed,
-                                order, device_mem, cache, transactions)
+        with _one_thread(mode == "openmp" and scop is not None
+                         and bool(guard.integer_divisions(scop))):
+            return _run_transferred(program, scop, mode, sources, results, ints, scalars,
+                                    seed, order, device_mem, cache, transactions)
     except UserCodeError as e:
         if scop is None or not e.signal:
             raise

@@ -185,7 +185,14 @@ def _load_npz(scop: Scop, path: str) -> dict[str, np.ndarray]:
         raise InputError(f"--inputs: {path!r} holds a single array, not an .npz archive "
                          f"of arrays by parameter name (use numpy.savez)")
     with f:
-        data = {k: f[k] for k in f.files}
+        try:
+            data = {k: f[k] for k in f.files}
+        except ValueError as e:             # object arrays: pickles, never loaded
+            raise InputError(f"--inputs {path}: an array holds Python objects (dtype "
+                             f"object), which polymagic does not unpickle; save numeric "
+                             f"arrays ({e})") from None
+        except Exception as e:              # noqa: BLE001 - a damaged member
+            raise InputError(f"--inputs: cannot read {path!r} as .npz: {e}") from None
     names = {p.name for p in scop.array_params}
     unknown = [k for k in data if k not in names]
     if unknown:
