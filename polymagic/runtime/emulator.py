@@ -354,9 +354,27 @@ def guarded_source(source: str) -> str:
     """The emulator C with the fault guard: ``pm_guarded_pm_entry(fault, ...)`` runs
     ``pm_entry`` and, after a SIGFPE/SIGSEGV/SIGBUS in the user's expressions, frees
     the run's state and returns -1 (:mod:`polymagic.runtime.guard`)."""
-    return (source + guard.GUARD_C
+    return (source + guard.GUARD_C + _OMP_UNWIND
             + guard.wrapper_c("pm_entry", _ENTRY_PARAMS, returns="int",
-                              on_fault="pm_cleanup();"))
+                              on_fault="pm_omp_unwind(); pm_cleanup();"))
+
+
+#: After a trap inside an OpenMP parallel region (run on one thread, see
+#: _one_thread) the calling thread jumped out of the region without ending it:
+#: end the regions it is still in, or every later region in the process would be
+#: nested (and run on one thread).
+_OMP_UNWIND = r"""
+#ifdef _OPENMP
+#include <omp.h>
+void GOMP_parallel_end(void);
+static int pm_omp_level0;
+#define PM_OMP_MARK() (pm_omp_level0 = omp_get_level())
+static void pm_omp_unwind(void) { while (omp_get_level() > pm_omp_level0) GOMP_parallel_end(); }
+#else
+#define PM_OMP_MARK() ((void)0)
+static void pm_omp_unwind(void) {}
+#endif
+"""
 
 
 def build(program: kir.Program, mode: str = "emulate", *,

@@ -95,6 +95,7 @@ def wrapper_c(name: str, params: Sequence[tuple[str, str]], returns: str = "void
     call = f"pm_rc_ = {name}({args})" if returns != "void" else f"{name}({args})"
     return (f"\nint pm_guarded_{name}(int *fault{', ' if decl else ''}{decl}) {{\n"
             "  volatile int pm_rc_ = 0;\n"
+            "#ifdef PM_OMP_MARK\n  PM_OMP_MARK();\n#endif\n"
             f"  PM_GUARDED({call}, {{ {on_fault} pm_rc_ = -1; }});\n"
             "  return pm_rc_;\n}\n")
 
