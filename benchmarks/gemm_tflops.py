@@ -50,7 +50,7 @@ def bench_config(cfg: str, n: int, alpha: float, host: dict, expected, repeat: i
     from polymagic.errors import PolymagicError
     from polymagic.options import parse_options
     from polymagic.pipeline import compile_source
-    from polymagic.runtime.run import make_callable
+    from polymagic.api.function import make_callable
     source = (ROOT / "examples" / "gemm.c").read_text()
     out: dict = {"config": cfg}
     try:

@@ -159,7 +159,8 @@ def time_cpu(compiled, args: dict, repeat: int) -> float:
 
 def time_target(compiled, options, args: dict, repeat: int, check: bool) -> dict:
     """One checked run (report) and ``repeat`` device-only runs (best kernel time)."""
-    from polymagic.runtime.run import make_callable, run
+    from polymagic.api.function import make_callable
+    from polymagic.runtime.run import run
     out: dict = {}
     if check:
         rep = run(compiled, options)

@@ -4,7 +4,7 @@
 """
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def load_ipython_extension(ipython):
@@ -14,11 +14,14 @@ def load_ipython_extension(ipython):
 
 def gpu(fn=None, **kw):
     """``@polymagic.gpu``: compile a Python loop nest for the GPU at its first call
-    (see :func:`polymagic.frontend.python.gpu`)."""
-    from .frontend.python import gpu as _gpu
+    (see :func:`polymagic.api.python.gpu`)."""
+    from .api.python import gpu as _gpu
     return _gpu(fn, **kw)
 
 
 def prange(*args):
     """Parallel-loop annotation (seed 002 §2.2): ``range`` to the interpreter."""
     return range(*args)
+
+
+__all__ = ["__version__", "load_ipython_extension", "gpu", "prange"]

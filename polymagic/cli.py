@@ -18,14 +18,19 @@ those of the ``%%polycuda`` magic (:func:`polymagic.options.add_arguments`).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from . import __version__
 from .errors import CompileError, EmulatorError, OptionsError, PolymagicError
 from .options import Options, add_arguments, options_from_namespace
+from .version import __version__
+
+if TYPE_CHECKING:
+    from .api.autotune import AutotuneCandidate, AutotuneResult
+
+# the api (hence the compiler, islpy and NumPy) is imported where a command needs
+# it, so that --version, --help and option errors answer at once
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -61,31 +66,13 @@ def _read(path: str) -> str:
         raise OptionsError(f"cannot read {path}: not UTF-8 text") from None
 
 
-def language(options: Options, path: str = "") -> str:
-    """Python for ``--python`` or a ``.py`` file, else C; OptionsError when this
-    version has no front end for it (so users get a message, not a traceback)."""
-    lang = "python" if getattr(options, "python", False) or path.endswith(".py") else "c"
-    if lang != "c" and importlib.util.find_spec(f"polymagic.frontend.{lang}") is None:
-        raise OptionsError(f"{lang} functions are planned but not supported by this "
-                           f"version yet: write the function in C")
-    return lang
-
-
-def planned_notes(options: Options) -> list[str]:
-    """Notes for options that do nothing where they were given (never silent): the
-    widgets of ``--explore`` need a notebook."""
-    if getattr(options, "explore", False):
-        return ["--explore shows widgets in a notebook (%%polycuda --explore); "
-                "the command line ignores it"]
-    return []
-
-
-def run_autotune(source: str, options: Options, lang: str = "c"):
+def run_autotune(source: str, options: Options, lang: str = "c"
+                 ) -> tuple[AutotuneResult, Options]:
     """``--autotune``: try the candidates (progress on stderr unless --quiet) and
     return the result and the options with the chosen sizes."""
-    from .autotune import autotune
+    from .api.commands import tune
 
-    def progress(i: int, n: int, c) -> None:
+    def progress(i: int, n: int, c: AutotuneCandidate) -> None:
         if options.quiet:
             return
         what = (c.skipped or c.error or
@@ -93,27 +80,25 @@ def run_autotune(source: str, options: Options, lang: str = "c"):
                  else f"{c.traffic:,} global loads+stores"))
         print(f"polymagic: autotune {i}/{n}: {c.label()}: {what}", file=sys.stderr)
 
-    result = autotune(source, options, language=lang, progress=progress)
-    return result, result.options(options).with_(autotune=False)
+    return tune(source, options, language=lang, progress=progress)
 
 
 def cmd_cuda(source: str, options: Options, lang: str = "c") -> int:
-    from .pipeline import compile_source
+    from .api.commands import compile_function
     if options.autotune:
         _, options = run_autotune(source, options, lang)
-    compiled = compile_source(source, options, language=lang)
+    compiled = compile_function(source, options, lang)
     sys.stdout.write(compiled.cuda if compiled.cuda.endswith("\n") else compiled.cuda + "\n")
     return EXIT_OK
 
 
 def cmd_run(source: str, options: Options, lang: str = "c") -> int:
-    from .pipeline import compile_source
-    from .runtime.run import run
+    from .api.commands import compile_function, run_compiled
     tuned = None
     if options.autotune:
         tuned, options = run_autotune(source, options, lang)
-    compiled = compile_source(source, options, language=lang)
-    report = run(compiled, options, namespace=None)
+    compiled = compile_function(source, options, lang)
+    compiled, options, report = run_compiled(compiled, options, namespace=None)
     if options.json:
         from .report.jsonout import to_json
         out = to_json(report, compiled)
@@ -148,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ns = make_cli_parser().parse_args(argv)
         options = options_from_namespace(ns)
         source = _read(ns.file)
+        from .api.commands import language, planned_notes
         for note in planned_notes(options):
             print(f"polymagic: note: {note}", file=sys.stderr)
         lang = language(options, ns.file)

@@ -27,7 +27,12 @@ from IPython.core.display_functions import display
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, magics_class
 
-from .cli import language, planned_notes
+from .api.autotune import AutotuneResult
+from .api.commands import (Compiled, RunReport, compile_function, language, planned_notes,
+                           run_compiled, tune)
+from .api.explorer import explore
+from .api.function import make_callable
+from .api.python import run_as_python
 from .errors import OptionsError, PolymagicError
 from .options import Options, make_parser, options_from_namespace
 
@@ -55,8 +60,8 @@ def _wants_help(line: str) -> bool:
 class PolyMagics(Magics):
     """Holds the ``%%polycuda`` magic; ``last`` keeps the latest (compiled, report)."""
 
-    last: tuple | None = None
-    last_autotune = None
+    last: tuple[Compiled, RunReport] | None = None
+    last_autotune: AutotuneResult | None = None
 
     @cell_magic
     def polycuda(self, line: str, cell: str):
@@ -74,9 +79,7 @@ class PolyMagics(Magics):
             print(f"note: {note}")
         tuned = None
         if options.autotune:
-            tuned = self._autotune(cell, options)
-            if tuned is not None:
-                options = tuned.options(options).with_(autotune=False)
+            tuned, options = self._autotune(cell, options)
         compiled, options, report = self._compile_and_run(cell, options)
         if compiled is None:          # a --python cell that ran as plain Python
             return None
@@ -85,35 +88,32 @@ class PolyMagics(Magics):
         self._bind_callable(compiled, options, tuned)
         self._show(report, compiled, options, tuned)
         if options.explore and not options.quiet:   # widgets (report/widgets.py)
-            from .report.widgets import explore
             display(explore(compiled, options, report, self.shell.user_ns))
         return None
 
-    def _compile_and_run(self, cell: str, options: Options):
-        """Pipeline + runtime; user mistakes become a traceback-free UsageError.
+    def _compile_and_run(self, cell: str, options: Options
+                         ) -> tuple[Compiled | None, Options, RunReport | None]:
+        """Compile and run; user mistakes become a traceback-free UsageError.
         Returns the compilation and options specialised to the namespace arrays'
-        layout (:func:`polymagic.pipeline.specialise_layout`) and the report."""
-        from .pipeline import compile_source, specialise_layout
-        from .runtime.run import run
+        layout (:func:`polymagic.api.commands.run_compiled`) and the report."""
         try:
-            compiled = compile_source(cell, options, language=language(options))
+            compiled = compile_function(cell, options, language(options))
         except PolymagicError as e:
             if language(options) == "python" and not isinstance(e, OptionsError):
-                from .frontend.python import run_as_python     # seed 002 §2.3 fallback
+                # seed 002 §2.3: what cannot be compiled runs as plain Python
                 print(f"note: {run_as_python(cell, options, self.shell.user_ns, e)}")
                 return None, options, None
             raise UsageError(str(e)) from None
         try:
-            compiled, options = specialise_layout(compiled, options, self.shell.user_ns)
-            report = run(compiled, options, namespace=self.shell.user_ns)
+            return run_compiled(compiled, options, self.shell.user_ns)
         except PolymagicError as e:
             raise UsageError(str(e)) from None
-        return compiled, options, report
 
-    def _autotune(self, cell: str, options: Options):
-        """``--autotune`` (polymagic.autotune) with a progress bar; None when a
-        ``--python`` cell cannot be compiled (it then runs as plain Python)."""
-        from .autotune import autotune
+    def _autotune(self, cell: str, options: Options
+                  ) -> tuple[AutotuneResult | None, Options]:
+        """``--autotune`` (polymagic.api.autotune) with a progress bar: the result
+        and the options with its choice; (None, options) when a ``--python`` cell
+        cannot be compiled (it then runs as plain Python)."""
         bar = None
         if not options.quiet and not options.json:
             from .report.widgets import autotune_progress
@@ -123,29 +123,29 @@ class PolyMagics(Magics):
             progress = None
         lang = language(options)
         try:
-            return autotune(cell, options, language=lang, namespace=self.shell.user_ns,
-                            progress=progress)
+            return tune(cell, options, language=lang, namespace=self.shell.user_ns,
+                        progress=progress)
         except PolymagicError as e:
             if lang == "python" and not isinstance(e, OptionsError):
-                return None
+                return None, options
             raise UsageError(str(e)) from None
         finally:
             if bar is not None:
                 bar.close()
 
-    def _bind_callable(self, compiled, options: Options, tuned=None) -> None:
+    def _bind_callable(self, compiled: Compiled, options: Options,
+                       tuned: AutotuneResult | None = None) -> None:
         """Put ``<function name>(**arrays_and_sizes)`` into the user namespace (with
         the autotuner's choice as its configuration, and its result as
         ``.autotune_result``)."""
-        from .runtime.run import make_callable
         try:
-            fn = make_callable(compiled, options)
+            fn = make_callable(compiled, options, tuned)
         except PolymagicError as e:
             raise UsageError(str(e)) from None
-        fn.autotune_result = tuned
         self.shell.user_ns[compiled.scop.name] = fn
 
-    def _show(self, report, compiled, options: Options, tuned=None) -> None:
+    def _show(self, report: RunReport, compiled: Compiled, options: Options,
+              tuned: AutotuneResult | None = None) -> None:
         if options.quiet:
             return
         if options.json:

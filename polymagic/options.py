@@ -64,13 +64,18 @@ class Options:
     # element strides of arrays passed as non-row-major views, set from the arrays at
     # call time (pipeline.specialise_layout), never by a flag: ((name, strides), ...)
     layout: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    # hidden lowering policies (no flag; compiler/lowering.py, polymagic.lower.LowerOptions)
+    per_kernel: bool = False                      # every kernel from its own AST
+    exact_subscripts: bool = False                # subscripts printed with their domains
+    time_tiling_operations: int = 3_000_000       # isl budget of the skewed tiles' AST
 
     def key(self) -> tuple:
         """What the generated code depends on (for compile caches)."""
         return (self.tile, self.block, self.mapping, self.reductions, self.shared, self.shared_mem, self.registers,
                 self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
                 self.localise, self.localise_auto, self.reorg, self.layout, self.keep_register_buffers, self.vector,
-                self.time_tiling,
+                self.time_tiling, self.per_kernel, self.exact_subscripts,
+                self.time_tiling_operations,
                 tuple(sorted(self.sizes.items())) if self.tile_auto or self.localise else None)
 
     def with_(self, **kw) -> "Options":

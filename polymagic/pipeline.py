@@ -93,7 +93,7 @@ def compile_source(source: str, options: Options | None = None, language: str = 
     from .frontend import parse
     from .deps import compute_dependences
     from .schedule import compute_schedule
-    from .mapping import map_and_lower
+    from .compiler.lowering import map_and_lower
     from .codegen.cuda import print_cuda
     from .codegen.host import print_host_python
     front = _CACHE.get(("stage:front", source, language))
@@ -113,7 +113,9 @@ def compile_source(source: str, options: Options | None = None, language: str = 
         STAGE_RUNS["schedule"] += 1
         _CACHE[skey] = sched
     with _stage("mapping"):
-        program, summary, notes, mapping = map_and_lower(scop, sched, options)
+        lowered = map_and_lower(scop, sched, options)
+    program, summary, notes, mapping = (lowered.program, lowered.summary, lowered.notes,
+                                        lowered.mapping)
     STAGE_RUNS["mapping"] += 1
     notes = list(deps.notes) + list(notes)
     with _stage("code generation"):

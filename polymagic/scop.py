@@ -96,6 +96,9 @@ class Scop:
     source: str                  # the source as the user wrote it
     constants: dict[str, int | float] = field(default_factory=dict)  # #define values
     language: str = "c"
+    #: a Python function's C translation (``language == "python"``; seed 002 §2: the
+    #: Python front end goes through C), which the CPU reference compiles; None for C
+    c_source: str | None = None
     iterator_ctypes: dict[str, str] = field(default_factory=dict)  # loop iterator -> C type
 
     @property

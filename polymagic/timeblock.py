@@ -20,7 +20,8 @@ from __future__ import annotations
 import islpy as isl
 
 from . import kir
-from .isl_util import has_parallelism, leading_coincident, param_id
+from .isl_util import OperationBudget, has_parallelism, leading_coincident, param_id
+from .schedule.isl_config import MAX_OPERATIONS, configure
 
 
 def thread_map(node: isl.ScheduleNode, threads: int, sync, bounds: isl.Set
@@ -72,7 +73,6 @@ def time_tiling_band(scop, deps) -> tuple[isl.MultiUnionPwAff | None, str]:
     non-negative in every member), and a wavefront over the tile band gives parallel
     tiles (:func:`time_tiled_schedule`, ``--time-tiling``).
     """
-    from .schedule import configure
     ctx = scop.context.get_ctx()
     configure(ctx)
     outer, whole = ctx.get_schedule_outer_coincidence(), ctx.get_schedule_whole_component()
@@ -82,8 +82,6 @@ def time_tiling_band(scop, deps) -> tuple[isl.MultiUnionPwAff | None, str]:
         sc = isl.ScheduleConstraints.on_domain(scop.domain.intersect_params(scop.context))
         sc = sc.set_context(scop.context).set_validity(deps.validity)
         sc = sc.set_proximity(deps.validity)
-        from .schedule import MAX_OPERATIONS
-        from .isl_util import OperationBudget
         with OperationBudget(ctx, MAX_OPERATIONS):      # never a hang
             node = sc.compute_schedule().get_root().child(0)
     except isl.Error as e:
@@ -263,7 +261,6 @@ def time_tiled_schedule(scop, deps, sizes: tuple[int, ...]
     tile band coincident (blocks and threads) and the points sequential inside the
     thread.  Legality and the independence of one wavefront's tiles are checked with
     isl (:func:`wavefront_legal`) before the tree is returned."""
-    from .schedule import configure
     band, why = time_tiling_band(scop, deps)
     if band is None:
         return None, why

@@ -1,4 +1,4 @@
-"""``--autotune`` (polymagic/autotune.py): candidates, reduced sizes, the emulator
+"""``--autotune`` (polymagic/api/autotune.py): candidates, reduced sizes, the emulator
 ranking (real runs at small sizes, checked against the CPU), the shared-memory and
 time limits, the heat map, the CLI's JSON and the magic's callable."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from polymagic import autotune as A
+from polymagic.api import autotune as A
 from polymagic.cli import main
 from polymagic.frontend import parse
 from polymagic.options import Options, parse_options

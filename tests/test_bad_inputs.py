@@ -158,7 +158,7 @@ def via_callable(e: Entry, ns: dict):
     """Compile with the options (no namespace), then call with the arrays."""
     from polymagic.options import parse_options
     from polymagic.pipeline import compile_source
-    from polymagic.runtime.run import make_callable
+    from polymagic.api.function import make_callable
     opts = parse_options(write_inputs(e))
     fn = make_callable(compile_source(e.source, opts), opts)
     return fn(**ns, **({"check": True} if e.ok else {}))

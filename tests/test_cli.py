@@ -150,28 +150,28 @@ def test_gemm_example_runs(capsys):
 
 
 def test_failed_check_exits_1(scale_c, capsys, monkeypatch):
-    import polymagic.runtime.run as rr
-    real = rr.run
+    import polymagic.api.commands as commands
+    real = commands.run
 
     def failing(compiled, options, namespace=None):
         report = real(compiled, options, namespace)
         report.ok, report.mismatches, report.first_mismatch = False, 1, ("B", (0, 0))
         return report
 
-    monkeypatch.setattr(rr, "run", failing)
+    monkeypatch.setattr(commands, "run", failing)
     assert main(["run", str(scale_c), *EMU, "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["ok"] is False and data["first_mismatch"] == {"array": "B", "index": [0, 0]}
 
 
 def test_emulator_error_exits_1(scale_c, capsys, monkeypatch):
-    import polymagic.runtime.run as rr
+    import polymagic.api.commands as commands
     from polymagic.errors import EmulatorError
 
     def racing(compiled, options, namespace=None):
         raise EmulatorError("data race on B[0][0] between threads (0,0,0) and (1,0,0)")
 
-    monkeypatch.setattr(rr, "run", racing)
+    monkeypatch.setattr(commands, "run", racing)
     assert main(["run", str(scale_c), *EMU, "--json"]) == 1
     captured = capsys.readouterr()
     assert json.loads(captured.out) == {"ok": False, "kind": "EmulatorError",

@@ -1,11 +1,12 @@
 """The lowering's shortcuts for the explorer's regeneration speed (issue 7 item 1)
 print exactly what the slow path prints.
 
-:func:`polymagic.lower._universal` drops the domain of a one-piece subscript before
-isl pulls it back and prints it at an AST point (the domain holds every instance
-printed there, so isl's expression is the same); these tests compile programs with
-buffers over clamped border blocks (lu's triangular partitions, fdtd-2d's stencil
-halos, 2mm's sub-tiles) both ways and compare the CUDA text.
+:func:`polymagic.lower.subscripts.drop_domain` drops the domain of a one-piece
+subscript before isl pulls it back and prints it at an AST point (the domain holds
+every instance printed there, so isl's expression is the same); these tests compile
+programs with buffers over clamped border blocks (lu's triangular partitions,
+fdtd-2d's stencil halos, 2mm's sub-tiles) both ways (``Options.exact_subscripts``:
+the slow path) and compare the CUDA text.
 """
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ import pathlib
 
 import pytest
 
-from polymagic import lower as L
 from polymagic.options import Options
 from polymagic.pipeline import clear_caches, compile_source
 
@@ -22,12 +22,11 @@ EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 @pytest.mark.parametrize("name,tile", [("lu", (12,)), ("fdtd-2d", (12,)), ("2mm", (16,)),
                                        ("jacobi-2d", (20,)), ("gemm", (24,))])
-def test_subscripts_without_their_domains_print_the_same(monkeypatch, name, tile):
+def test_subscripts_without_their_domains_print_the_same(name, tile):
     source = (EXAMPLES / f"{name}.c").read_text()
     clear_caches()
     fast = compile_source(source, Options(tile=tile)).cuda
     clear_caches()
-    monkeypatch.setattr(L, "_universal", lambda f: f)
-    slow = compile_source(source, Options(tile=tile)).cuda
+    slow = compile_source(source, Options(tile=tile, exact_subscripts=True)).cuda
     clear_caches()
     assert fast == slow

@@ -166,15 +166,13 @@ def test_kernels_with_disjoint_thread_guards_keep_their_order(monkeypatch, sizes
     assert report.ok, report.message
 
 
-def test_every_kernel_generated_alone_matches_the_cpu(monkeypatch):
+def test_every_kernel_generated_alone_matches_the_cpu():
     """The per-kernel AST path (host tree with kernels grouped and cut, one tree per
-    kernel) on programs that do not need it: same results."""
-    from polymagic import lower
-    monkeypatch.setattr(lower, "PER_KERNEL", True)
+    kernel; ``Options.per_kernel``) on programs that do not need it: same results."""
     for name in ("sibling-host-loops", "thread-guard-else", "temporary-live-out"):
         src, sizes_list, kw = CASES[name]
         for sizes in sizes_list:
-            opts = Options(sizes=sizes, target="emulator", **kw)
+            opts = Options(sizes=sizes, target="emulator", per_kernel=True, **kw)
             report = run(compile_source(src + "\n", opts), opts)
             assert report.ok, (name, report.message)
 

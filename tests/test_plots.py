@@ -232,7 +232,7 @@ def test_localisation_of_1d_sor_is_seed_001_example_1():
     fig = P.localisation(loc)
     assert P.to_png(fig, dpi=30).startswith(PNG)
     assert "constant drift -1" in fig._suptitle.get_text()
-    fig = P.localisation_of(SOR, sizes={"n": 8})
+    fig = P.localisation_of(scop, sizes={"n": 8})          # a Scop (or a Compiled)
     assert "along i" in fig._suptitle.get_text()
 
 

@@ -18,8 +18,9 @@ from polymagic.errors import CompileError, DeviceError, InputError
 from polymagic.expr import Access, Assign, Binary, Call, Float, Int, Var
 from polymagic.options import Options
 from polymagic.runtime import cpu, gpu, run as rt
-from polymagic.runtime.run import (RunReport, compare, gather_inputs, make_callable,
-                                   prepare_inputs, random_array)
+from polymagic.api.function import make_callable
+from polymagic.runtime.run import (RunReport, compare, gather_inputs, prepare_inputs,
+                                   random_array)
 from polymagic.scop import Array, Param, Scop, Statement
 from polymagic.scop import Access as ScopAccess
 from polymagic.transfers.session import temp_shape

@@ -25,7 +25,7 @@ import pytest
 from polymagic.errors import InputError
 from polymagic.options import parse_options
 from polymagic.pipeline import compile_source
-from polymagic.runtime.run import make_callable
+from polymagic.api.function import make_callable
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -202,15 +202,14 @@ def test_time_tiled_cuda_compiles_with_nvrtc(name, tiles):
     assert all(f".entry {k}" in ptx for k in compiled.program.kernels)
 
 
-def test_time_tiling_too_costly_is_a_one_line_error(monkeypatch):
+def test_time_tiling_too_costly_is_a_one_line_error():
     """When isl's AST generation of the skewed tiles exceeds the budget (with and
     without localisation): a clear error instead of minutes of work."""
-    from polymagic import mapping
     from polymagic.errors import CompileError
-    monkeypatch.setattr(mapping, "TIME_TILING_OPERATIONS", 1000)
+    options = parse_options(["--size", "tsteps=9,n=37", "--time-tiling", "3,8"])
     with pytest.raises(CompileError, match="--time-tiling: .*--no-time-tiling"):
         compile_source((EXAMPLES / "jacobi-1d.c").read_text(),
-                       parse_options(["--size", "tsteps=9,n=37", "--time-tiling", "3,8"]))
+                       options.with_(time_tiling_operations=1000))
 
 
 # ---- one block per time tile, threads inside it, localisation along t ---------------
@@ -311,7 +310,7 @@ def test_jacobi_2d_tiles_4_32_32_compile_under_the_budget_and_match_cpu(sizes):
     one launch is cut by the mapper's affine launch set (wavefront = host value, tile
     coordinates = block ids) and the host scans a box of wavefronts, so isl's AST
     generator never projects the wavefront's floors; this used to exceed
-    TIME_TILING_OPERATIONS (3,000,000) at these tiles, now it stays inside it
+    Options.time_tiling_operations (3,000,000) at these tiles, now it stays inside it
     (measured: 0.7 s of compilation).  Emulator == CPU at sizes not multiples of the
     tiles; without shared memory (``--shared none``) every step reads its five
     neighbours from global memory (5 loads per point and step, the count of the host
@@ -336,9 +335,9 @@ def test_time_tiled_launch_set_is_the_wavefront_of_the_block():
     """The mapper's launch set (:func:`polymagic.mapping._wavefront_launch`) selects,
     among a block's instances, exactly those of the launch's wavefront: checked with
     isl against the prefix schedule, on jacobi-1d and jacobi-2d."""
-    import polymagic.lower as lower
     from polymagic.deps import compute_dependences
     from polymagic.frontend import parse
+    from polymagic.lower.per_kernel import kernel_marks
     from polymagic.mapping import map_schedule
     from polymagic.schedule import compute_schedule
     for name, tiles in (("jacobi-1d.c", "3,8"), ("jacobi-2d.c", "2,8,8")):
@@ -348,7 +347,7 @@ def test_time_tiled_launch_set_is_the_wavefront_of_the_block():
         mapping = map_schedule(scop, compute_schedule(scop, deps, options), options)
         (mark, plan), = mapping.plans.items()
         assert plan.launch_domain is not None
-        node = lower._kernel_marks(mapping.schedule)[mark]
+        node = kernel_marks(mapping.schedule)[mark]
         block = node.child(0).filter_get_filter()          # tile coordinates = block ids
         prefix = node.get_prefix_schedule_union_map().intersect_domain(block)
         fixed = isl.UnionSet(isl.Set("[pm_h0] -> { [w] : w = pm_h0 }"))

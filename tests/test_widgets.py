@@ -188,6 +188,7 @@ def test_magic_explore_displays_the_explorer(monkeypatch, capsys):
         fn = sh.user_ns["gemm"]
         e2 = fn.explore(debounce_s=0)
         assert isinstance(e2, Explorer) and e2.compiled.scop.name == "gemm"
+        assert e.autotuner is not None and e2.autotuner is not None   # the api plugs it in
         e2.controls["tile1"].value = 8
         assert "tile 8" in e2.compiled.summary
     finally:
@@ -281,8 +282,9 @@ def test_stage_toggles_follow_the_options_fields(ex):
 
 
 def test_seed_pictures_and_autotune_in_the_explorer():
+    from polymagic.api.autotune import autotune
     ex = Explorer(GEMM, Options(sizes={"N": 32}, target="emulator", autotune_candidates=3),
-                  debounce_s=0)
+                  debounce_s=0, autotuner=autotune)
     ex.tabs.selected_index = TABS.index("Pictures")
     for kind in ("schedules", "localisation"):
         ex.picture_kind.value = kind

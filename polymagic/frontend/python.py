@@ -7,9 +7,10 @@ function still runs as plain Python; "if ... the compiler fails to generate GPU
 code, then execution proceeds with the CPU code" (§2.3).  Here:
 
 * ``%%polycuda --python`` cells and ``python -m polymagic run FILE.py`` hold one
-  function; :func:`gpu` (``@polymagic.gpu``) compiles a function at its first call
-  with types inferred from the arguments, and falls back to running it as plain
-  Python, with the reason shown as a warning, when it cannot be compiled or run.
+  function; ``@polymagic.gpu`` (:mod:`polymagic.api.python`) compiles a function at
+  its first call with types inferred from the arguments (:func:`infer_type`), and
+  falls back to running it as plain Python, with the reason shown as a warning, when
+  it cannot be compiled or run.
 * Loops are ``for i in range(...)`` (also ``polymagic.prange``/``prange``, the
   paper's parallel-loop annotation, and ``xrange``); the dependence analysis
   decides what runs in parallel, ``prange`` is advisory.
@@ -30,21 +31,19 @@ names and error locations).  The Scop keeps the Python source and ``language ==
 Python semantics the translation keeps: true division ``/`` of integers is done in
 double, ``x ** 2`` is ``x * x`` (else ``pow``), ``abs`` is ``fabs`` on floats,
 chained comparisons are conjunctions.  Not supported (the function then runs as
-plain Python under :func:`gpu`): ``//`` and ``%`` (C rounds toward zero), while
+plain Python under ``@polymagic.gpu``): ``//`` and ``%`` (C rounds toward zero), while
 loops, calls other than math functions, slices, returning a value.
 """
 from __future__ import annotations
 
 import ast
-import functools
-import inspect
 import re
 import textwrap
-import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from ..errors import PolymagicError, SourceError, UnsupportedError
+from ..errors import SourceError, UnsupportedError
+from ..scop import Scop
 
 #: Python/NumPy type names -> C types
 _SCALAR_TYPES = {"int": "int", "long": "long", "float": "float", "double": "double",
@@ -145,7 +144,16 @@ def parse_type(name: str, text: str) -> _Param:
 
 
 def infer_type(name: str, value: Any) -> str:
-    """The annotation an argument implies (:func:`gpu` at the first call)."""
+    """The annotation an argument implies (``@polymagic.gpu`` at the first call,
+    seed 002 §2.2: types from the values); UnsupportedError for a value the GPU
+    cannot take."""
+    try:
+        return _infer_type(name, value)
+    except _Unsupported as e:
+        raise UnsupportedError(str(e)) from None
+
+
+def _infer_type(name: str, value: Any) -> str:
     import numpy as np
     if isinstance(value, np.ndarray):
         ctype = _NUMPY_C.get(value.dtype.name)
@@ -168,6 +176,12 @@ def infer_type(name: str, value: Any) -> str:
 def extent_param(array: str, k: int) -> str:
     """The hidden size parameter of an inferred array extent."""
     return f"{array}_n{k}"
+
+
+def array_of_extent(param: str) -> tuple[str, int] | None:
+    """``(array, k)`` when ``param`` is :func:`extent_param` ``(array, k)``, else None."""
+    m = re.fullmatch(r"(.+)_n(\d+)", param)
+    return (m.group(1), int(m.group(2))) if m else None
 
 
 # ---- the translator ------------------------------------------------------------------
@@ -681,8 +695,9 @@ def translate(source: str, overrides: Mapping[str, str] | None = None,
 
 
 def parse_python(source: str, overrides: Mapping[str, str] | None = None,
-                 name: str | None = None):
-    """Python source -> :class:`~polymagic.scop.Scop` (through its C translation)."""
+                 name: str | None = None) -> Scop:
+    """Python source -> :class:`~polymagic.scop.Scop` (through its C translation,
+    kept as ``scop.c_source``: what the CPU reference compiles)."""
     from .c import parse_c
     tr = translate(source, overrides, name)
     scop = parse_c(tr.c_source)
@@ -691,126 +706,21 @@ def parse_python(source: str, overrides: Mapping[str, str] | None = None,
             st.text = " ".join(tr.texts[st.line].split())
     scop.source = tr.python
     scop.language = "python"
-    scop.c_source = tr.c_source            # what the CPU reference compiles
+    scop.c_source = tr.c_source
     return scop
 
 
-def c_reference_scop(scop):
-    """A Scop the C reference can compile: the Python one with its C translation."""
-    from dataclasses import replace
-    c = getattr(scop, "c_source", None)
-    if c is None:
-        c = translate(scop.source).c_source
-    return replace(scop, source=c, language="c")
+# ---- annotations inferred at a call --------------------------------------------------
 
-
-# ---- @polymagic.gpu ---------------------------------------------------------------
-
-class GpuFunction:
-    """``@polymagic.gpu``: compile at the first call, run on the device (GPU, else
-    the emulator), write results into the array arguments; fall back to plain
-    Python (with a warning saying why) when the function cannot be compiled or
-    run.  Keyword ``options`` (a magic/CLI option string such as ``"--tile 32,32"``)
-    and ``check`` (compare with the CPU reference) configure it.  The last
-    run's report is :attr:`last_report`; :attr:`fallback_reason` says why the
-    last call ran as plain Python (None when it did not)."""
-
-    def __init__(self, fn: Callable, options: str = "", check: bool = False,
-                 target: str | None = None):
-        functools.update_wrapper(self, fn)
-        self.fn = fn
-        self.options_text = options
-        self.check = check
-        self.target = target
-        self.last_report = None
-        self.fallback_reason: str | None = None
-        self._compiled: dict[tuple, object] = {}
-        try:
-            self.source = textwrap.dedent(inspect.getsource(fn))
-        except (OSError, TypeError):
-            self.source = None
-
-    def _options(self):
-        from ..options import parse_options
-        o = parse_options(self.options_text)
-        if self.target is not None:
-            o = o.with_(target=self.target)
-        return o
-
-    def _fallback(self, why: str, args, kwargs):
-        self.fallback_reason = why
-        warnings.warn(f"polymagic: {self.fn.__name__} runs as plain Python: {why}",
-                      RuntimeWarning, stacklevel=3)
-        return self.fn(*args, **kwargs)
-
-    def __call__(self, *args, **kwargs):
-        if self.source is None:
-            return self._fallback("its source is not available", args, kwargs)
-        try:
-            bound = inspect.signature(self.fn).bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{self.fn.__name__}(): {e}") from None
-        values = dict(bound.arguments)
-        try:
-            overrides = {n: infer_type(n, v) for n, v in values.items()
-                         if n not in self._annotated()}
-            key = tuple(sorted(overrides.items()))
-            compiled = self._compiled.get(key)
-            options = self._options()
-            if compiled is None:
-                from ..pipeline import compile_source
-                compiled = compile_source(_Keyed(self.source, key), options, language="python")
-                self._compiled[key] = compiled
-        except _Unsupported as e:
-            return self._fallback(str(e), args, kwargs)
-        except PolymagicError as e:
-            return self._fallback(f"it cannot be compiled: {e}", args, kwargs)
-        try:
-            report = self._run(compiled, options, values)
-        except PolymagicError as e:
-            return self._fallback(f"the device run failed: {e}", args, kwargs)
-        self.last_report = report
-        if not report.ok:
-            return self._fallback(f"the device result differs from the CPU reference "
-                                  f"({report.mismatches} mismatches)", args, kwargs)
-        self.fallback_reason = None
-        return None
-
-    def _annotated(self) -> set[str]:
-        sig = inspect.signature(self.fn)
-        return {n for n, p in sig.parameters.items() if p.annotation is not inspect.Parameter.empty}
-
-    def _run(self, compiled, options, values: dict):
-        import numpy as np
-        from ..runtime.run import execute, gather_inputs
-        scop = compiled.scop
-        arrays = {k: v for k, v in values.items() if isinstance(v, np.ndarray)}
-        sizes = {k: v for k, v in values.items() if k not in arrays}
-        for p in scop.params:          # hidden extents of inferred arrays
-            if p.kind == "size" and p.name not in sizes:
-                m = re.fullmatch(r"(.+)_n(\d+)", p.name)
-                if m and m.group(1) in arrays:
-                    sizes[p.name] = int(arrays[m.group(1)].shape[int(m.group(2))])
-        o = options.with_(sizes={**options.sizes, **sizes}, inputs=None)
-        inputs = gather_inputs(scop, o, arrays, where="the arguments")
-        from ..pipeline import specialise_layout
-        compiled, o = specialise_layout(compiled, o, arrays)
-        return execute(compiled, o, inputs, check=self.check,
-                       unchecked="not checked (@polymagic.gpu(check=True) compares with "
-                                 "the CPU reference)")
-
-    def __repr__(self) -> str:
-        return f"<polymagic.gpu function {self.fn.__name__}>"
-
-
-def _Keyed(source: str, key: tuple) -> str:
-    """Python source carrying the annotations inferred at a call in trailing
-    comments (line numbers unchanged; part of the pipeline's cache key)."""
+def keyed_source(source: str, key: tuple[tuple[str, str], ...]) -> str:
+    """Python source carrying annotations inferred at a call (``(name, annotation)``
+    pairs, see :func:`infer_type`) in trailing comments: line numbers unchanged, and
+    the compiler's cache key tells the inferred types apart."""
     return source.rstrip("\n") + "\n" + "".join(f"# polymagic: {n}: {t}\n" for n, t in key)
 
 
 def overrides_from_header(source: str) -> dict[str, str]:
-    """The annotations :func:`_Keyed` appended."""
+    """The annotations :func:`keyed_source` appended."""
     out = {}
     for line in source.splitlines():
         m = re.fullmatch(r"# polymagic: (\w+): (.+)", line.strip())
@@ -819,45 +729,16 @@ def overrides_from_header(source: str) -> dict[str, str]:
     return out
 
 
-def gpu(fn: Callable | None = None, *, options: str = "", check: bool = False,
-        target: str | None = None):
-    """Decorator: ``@polymagic.gpu`` or ``@polymagic.gpu(options="--tile 16,16",
-    check=True, target="emulator")`` (see :class:`GpuFunction`)."""
-    if fn is None:
-        return lambda f: GpuFunction(f, options, check, target)
-    return GpuFunction(fn, options, check, target)
-
-
 def prange(*args):
     """The parallel-loop annotation of seed 002 §2.2: ``range`` to the interpreter."""
     return range(*args)
 
 
-def parse(source: str):
+def parse(source: str) -> Scop:
     """The front-end entry (``frontend.parse(source, 'python')``): annotations inferred
-    by :func:`gpu` travel in a comment header."""
+    at a call (:class:`polymagic.api.python.GpuFunction`) travel in a comment header."""
     return parse_python(source, overrides_from_header(source))
 
 
-def run_as_python(cell: str, options, namespace: dict, error: Exception) -> str:
-    """A ``%%polycuda --python`` cell that could not be compiled: define its function
-    in ``namespace`` and run it as plain Python on the namespace's arguments (and
-    ``--size`` values) when they are all there.  Returns the note to show."""
-    tree = ast.parse(textwrap.dedent(cell))
-    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
-    exec(compile(textwrap.dedent(cell), "<polycuda cell>", "exec"), namespace)
-    if fn is None:
-        return f"could not compile the cell ({error})"
-    names = [a.arg for a in fn.args.args]
-    values = {**{k: v for k, v in namespace.items() if k in names}, **options.sizes}
-    missing = [n for n in names if n not in values]
-    head = f"could not compile {fn.name}: {error}"
-    if missing:
-        return (f"{head}. {fn.name} is defined as plain Python; it did not run "
-                f"({', '.join(missing)} not in the notebook).")
-    namespace[fn.name](**{n: values[n] for n in names})
-    return f"{head}. Ran {fn.name} as plain Python on the notebook's variables."
-
-
-__all__ = ["translate", "parse_python", "parse", "gpu", "GpuFunction", "prange",
-           "Translation", "infer_type", "c_reference_scop", "run_as_python"]
+__all__ = ["translate", "parse_python", "parse", "prange", "Translation", "infer_type",
+           "extent_param", "array_of_extent", "keyed_source", "overrides_from_header"]

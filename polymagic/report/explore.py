@@ -111,8 +111,8 @@ def effective_options(compiled, options: Options) -> Options:
 def mapping_of(compiled, options: Options) -> MappingInfo:
     """The mapping stage's plans and filters for ``compiled`` (cached)."""
     from ..mapping import map_schedule
-    kept = getattr(compiled, "mapping", None)
-    if kept is not None and getattr(compiled, "options_key", None) != options.key():
+    kept = compiled.mapping
+    if kept is not None and compiled.options_key != options.key():
         kept = None                      # another configuration than the compile's
     options = effective_options(compiled, options)
     key = (compiled.scop.source, compiled.scop.language, options.key(),

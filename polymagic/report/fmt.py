@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import math
 
+from ..runtime.run import RunReport
+
 
 def seconds(s: float | None) -> str:
     """A duration with a readable unit: ``'850 µs'``, ``'12.3 ms'``, ``'1.25 s'``."""
@@ -53,9 +55,9 @@ def sizes(d: dict | None) -> str:
     return ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in d.items())
 
 
-def check_line(report) -> str:
+def check_line(report: RunReport) -> str:
     """The one-line verdict of the comparison against the CPU reference."""
-    if not getattr(report, "checked", True):
+    if not report.checked:
         state = "OK (not checked)" if report.ok else "FAILED"
         return f"check: {state}: device result not compared with the CPU reference"
     errs = f"max abs err {error(report.max_abs_err)}, max rel err {error(report.max_rel_err)}"
@@ -67,9 +69,9 @@ def check_line(report) -> str:
     return text
 
 
-def times(report, compile_s: float | None) -> list[tuple[str, str]]:
+def times(report: RunReport, compile_s: float | None) -> list[tuple[str, str]]:
     """(label, value) rows of the timing table, in pipeline order."""
-    launches = getattr(report, "launches", 0)
+    launches = report.launches
     kern = f"{seconds(report.device_s)} ({launches} launch{'es' if launches != 1 else ''})"
     return [
         ("compile", seconds(compile_s)),
@@ -140,11 +142,11 @@ def _tx_summary(t: dict) -> dict:
     return out
 
 
-def memory_line(report) -> str | None:
+def memory_line(report: RunReport) -> str | None:
     """``memory: global loads ..., stores ...; transactions ...`` for emulator runs
     (None on the GPU or without counters)."""
-    cnt = getattr(report, "counters", None) or {}
-    if getattr(report, "target", "") == "gpu" or "loads" not in cnt:
+    cnt = report.counters or {}
+    if report.target == "gpu" or "loads" not in cnt:
         return None
     text = f"memory: global loads {cnt['loads']:,}, stores {cnt.get('stores', 0):,}"
     tx = transactions(cnt)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from html import escape
 
+from ..pipeline import Compiled
+from ..runtime.run import RunReport
 from . import fmt
 from .text import to_text
 from .views import View, views
@@ -108,11 +110,11 @@ def _details(v: View, open_: bool) -> str:
             f'{highlight(v.text, v.language)}</div></details>')
 
 
-def to_html(report, compiled, show=()) -> str:
+def to_html(report: RunReport, compiled: Compiled, show=()) -> str:
     """The full HTML report.  The generated CUDA is always there, collapsed unless
     ``--show cuda`` asked for it; other ``--show`` views follow, open."""
-    name = getattr(getattr(compiled, "scop", None), "name", "") or ""
-    summary = getattr(compiled, "summary", "") or ""
+    name = compiled.scop.name
+    summary = compiled.summary
     parts = [
         '<div style="font-family:sans-serif;line-height:1.4">',
         f'<div>{_badge(report)} <b>{escape(name)}</b> '
@@ -120,7 +122,7 @@ def to_html(report, compiled, show=()) -> str:
         f'&nbsp;{_check_detail(report)}</div>',
         _per_array(report),
         f'<div style="font-family:monospace;font-size:90%;margin:4px 0">{escape(summary)}</div>',
-        _times_table(report, getattr(compiled, "compile_s", None)),
+        _times_table(report, compiled.compile_s),
     ]
     meta = []
     if report.sizes:
@@ -132,7 +134,7 @@ def to_html(report, compiled, show=()) -> str:
         meta.append(mem)
     if report.wrote_back:
         meta.append("wrote back: " + ", ".join(report.wrote_back))
-    meta.extend(f"note: {n}" for n in (getattr(compiled, "notes", None) or []))
+    meta.extend(f"note: {n}" for n in compiled.notes)
     if report.message:
         meta.append(report.message)
     if meta:
@@ -149,7 +151,7 @@ def to_html(report, compiled, show=()) -> str:
 class HtmlReport:
     """A displayable report: HTML in notebooks, the text report in terminals."""
 
-    def __init__(self, report, compiled, show=()):
+    def __init__(self, report: RunReport, compiled: Compiled, show=()):
         self.report = report
         self.compiled = compiled
         self.show = tuple(show)

@@ -8,6 +8,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .. import kir
+from ..pipeline import Compiled
+from ..runtime.run import RunReport
 from . import fmt
 
 
@@ -38,12 +41,12 @@ def _first_mismatch(first) -> dict | None:
     return {"array": str(first[0]), "index": [int(i) for i in (first[1] or ())]}
 
 
-def shared_bytes(program) -> int:
+def shared_bytes(program: kir.Program) -> int:
     """The largest shared memory any kernel's block declares (bytes)."""
     import numpy as np
     from ..dtypes import DTYPES
     best = 0
-    for k in (getattr(program, "kernels", None) or {}).values():
+    for k in program.kernels.values():
         total = 0
         for d in k.shared:
             n = 1
@@ -54,14 +57,14 @@ def shared_bytes(program) -> int:
     return best
 
 
-def to_json(report, compiled) -> dict:
+def to_json(report: RunReport, compiled: Compiled) -> dict:
     """The report as a dict for ``json.dumps`` (keys documented in README.md)."""
-    program = getattr(compiled, "program", None)
-    kernels = getattr(program, "kernels", None) or {}
+    program = compiled.program
+    kernels = program.kernels
     tx = fmt.transactions(report.counters) if report.target != "gpu" else None
     return clean({
         "ok": bool(report.ok),
-        "function": getattr(getattr(compiled, "scop", None), "name", None),
+        "function": compiled.scop.name,
         "target": report.target,
         "target_note": report.target_note,
         "checked": bool(report.checked),
@@ -71,17 +74,17 @@ def to_json(report, compiled) -> dict:
         "first_mismatch": _first_mismatch(report.first_mismatch),
         "kernels": report.launches,
         "kernel_names": list(kernels),
-        "compile_s": getattr(compiled, "compile_s", None),
+        "compile_s": compiled.compile_s,
         "cpu_s": report.cpu_s,
         "device_s": report.device_s,
         "h2d_s": report.h2d_s,
         "d2h_s": report.d2h_s,
-        "bytes_h2d": getattr(report, "bytes_h2d", 0),
-        "bytes_d2h": getattr(report, "bytes_d2h", 0),
-        "transfers": getattr(report, "transfers", {}),
+        "bytes_h2d": report.bytes_h2d,
+        "bytes_d2h": report.bytes_d2h,
+        "transfers": report.transfers,
         "sizes": report.sizes,
-        "summary": getattr(compiled, "summary", ""),
-        "notes": list(getattr(compiled, "notes", None) or []),
+        "summary": compiled.summary,
+        "notes": list(compiled.notes),
         "per_array": report.per_array,
         "counters": report.counters,
         "shared_bytes": shared_bytes(program),

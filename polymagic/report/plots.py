@@ -47,6 +47,9 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure as _MplFigure
 from matplotlib.patches import Patch, Rectangle
 
+from ..pipeline import Compiled
+from ..runtime.run import RunReport
+from ..scop import Scop
 from . import explore as E
 
 _BLUE_LIGHT = "#c6dbef"
@@ -553,19 +556,21 @@ def _step(loc, s) -> str:
     return (f"({outer}) " if outer else "") + f"{loc.time}={s.t[-1]}"
 
 
-def localisation_of(program, array: str | None = None, time: str | None = None,
-                    window: int = 1, sizes: Mapping | None = None, max_steps: int = 10
-                    ) -> Figure:
-    """:func:`localisation` for a function (C source, Scop or Compiled), from the
+def _scop_of(program: Compiled | Scop) -> Scop:
+    """The Scop of a compile result, or the Scop itself (pictures never parse)."""
+    return program.scop if isinstance(program, Compiled) else program
+
+
+def localisation_of(program: Compiled | Scop, array: str | None = None,
+                    time: str | None = None, window: int = 1, sizes: Mapping | None = None,
+                    max_steps: int = 10) -> Figure:
+    """:func:`localisation` for a function (its Compiled or Scop), from the
     localisation stage (:func:`polymagic.memory.localise.localise` along the loop
     ``time``, default the first loop of the deepest statement that has one prefix
     for every statement inside it) for ``array``
     (default: the first array written inside it), at picture sizes."""
     from ..memory.localise import localise, time_prefix
-    scop = getattr(program, "scop", program)
-    if isinstance(scop, str):
-        from ..frontend import parse
-        scop = parse(scop)
+    scop = _scop_of(program)
     if time is None:          # the first loop (deepest statement first) with one prefix
         loops = [lp for st in sorted(scop.statements, key=lambda s: -len(s.iterators))
                  for lp in st.iterators]
@@ -592,7 +597,7 @@ def localisation_of(program, array: str | None = None, time: str | None = None,
 # ---- autotuning --------------------------------------------------------------------
 
 def autotune(result) -> Figure:
-    """The autotuner's score (:class:`polymagic.autotune.AutotuneResult`) as a heat map
+    """The autotuner's score (:class:`polymagic.api.autotune.AutotuneResult`) as a heat map
     over its two varied sizes (``result.axes``): each cell the best score of the
     candidates with those two sizes (1.0: the best seen; lower is better), annotated;
     the chosen configuration a red star, the start a black frame.  Candidates that
@@ -651,8 +656,8 @@ def autotune(result) -> Figure:
 
 # ---- times and counters ----------------------------------------------------------------
 
-def _reports(reports) -> dict:
-    if hasattr(reports, "device_s"):
+def _reports(reports: RunReport | Mapping[str, RunReport]) -> dict[str, RunReport]:
+    if isinstance(reports, RunReport):
         return {reports.target: reports}
     return dict(reports)
 
@@ -879,16 +884,14 @@ def _rgb(col: str) -> tuple[float, float, float]:
 
 # ---- seed 000 §3 on a whole program ------------------------------------------------------
 
-def data_spaces(program, sizes: Mapping | None = None, delta: float = 0.3) -> Figure:
+def data_spaces(program: Compiled | Scop, sizes: Mapping | None = None,
+                delta: float = 0.3) -> Figure:
     """Seed 000 §3 with the whole program as one block (its Figure 1): per array, each
     reference's data space (markers; filled: read, open squares: write), each
     partition's Algorithm 2 box (dashed) with its Algorithm 1 decision, the merged
-    buffer (orange), copy-in (green) and copy-out (red).  ``program``: C source or
-    a Scop."""
-    scop = program
-    if isinstance(program, str):
-        from ..frontend import parse
-        scop = parse(program)
+    buffer (orange), copy-in (green) and copy-out (red).  ``program``: the function's
+    Compiled or Scop."""
+    scop = _scop_of(program)
     arrays = E.program_data_spaces(scop, sizes, delta)
     n = max(len(arrays), 1)
     fig = Figure(figsize=(6.2 * n, 5.4))

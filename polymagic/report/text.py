@@ -13,19 +13,21 @@ followed by the ``--show`` views, each under a ``==== title ====`` rule.
 """
 from __future__ import annotations
 
+from ..pipeline import Compiled
+from ..runtime.run import RunReport
 from . import fmt
 from .views import views
 
 
-def header_lines(report, compiled) -> list[str]:
+def header_lines(report: RunReport, compiled: Compiled) -> list[str]:
     """Summary, verdict, times, sizes, target: the report without extra views."""
-    name = getattr(getattr(compiled, "scop", None), "name", "") or ""
-    summary = getattr(compiled, "summary", "") or ""
+    name = compiled.scop.name
+    summary = compiled.summary
     lines = [f"{name}: {summary}" if name else summary]
     lines.append(fmt.check_line(report))
     if not report.ok:
         lines.extend(f"  {name}: {fmt.fields(info)}" for name, info in (report.per_array or {}).items())
-    rows = fmt.times(report, getattr(compiled, "compile_s", None))
+    rows = fmt.times(report, compiled.compile_s)
     lines.append("times: " + " | ".join(f"{k} {v}" for k, v in rows))
     if report.target == "gpu" and fmt.speedup(report):
         lines.append(f"speedup: CPU reference / device kernels = {fmt.speedup(report)}")
@@ -40,7 +42,7 @@ def header_lines(report, compiled) -> list[str]:
         lines.append(mem)
     if report.wrote_back:
         lines.append("wrote back: " + ", ".join(report.wrote_back))
-    for note in getattr(compiled, "notes", None) or []:
+    for note in compiled.notes:
         lines.append(f"note: {note}")
     if report.message:
         lines.append(report.message)
@@ -75,7 +77,7 @@ def autotune_lines(result) -> list[str]:
     return lines
 
 
-def to_text(report, compiled, show=()) -> str:
+def to_text(report: RunReport, compiled: Compiled, show=()) -> str:
     """The full plain-text report, with the views named in ``show``."""
     lines = header_lines(report, compiled)
     for v in views(show, compiled):

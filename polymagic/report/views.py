@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..pipeline import Compiled
+
 
 @dataclass
 class View:
@@ -18,32 +20,16 @@ class View:
     language: str    # pygments lexer alias: 'cuda', 'c', 'python', 'text'
 
 
-def _describe(obj) -> str:
-    """``obj.describe()`` when the stage provides one, else ``str(obj)``."""
-    describe = getattr(obj, "describe", None)
-    if callable(describe):
-        return describe()
-    return str(obj)
-
-
 def _cuda(compiled) -> str:
     return compiled.cuda
 
 
-def _deps(compiled) -> str:
-    return _describe(compiled.deps)
+def _deps(compiled: Compiled) -> str:
+    return compiled.deps.describe()            # deps.Dependences
 
 
-def _schedule(compiled) -> str:
-    sched = compiled.schedule
-    if callable(getattr(sched, "describe", None)):
-        return sched.describe()
-    tree = getattr(sched, "tree", None) or getattr(sched, "schedule", None)
-    text = str(tree if tree is not None else sched)
-    notes = getattr(sched, "notes", None)
-    if notes:
-        text += "\n" + "\n".join(f"note: {n}" for n in notes)
-    return text
+def _schedule(compiled: Compiled) -> str:
+    return compiled.schedule.describe()        # schedule.ScheduleResult
 
 
 def _kir(compiled) -> str:

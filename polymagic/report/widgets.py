@@ -37,10 +37,9 @@ import threading
 from dataclasses import fields
 import time
 from html import escape
-from typing import Mapping
+from typing import Any, Callable, Mapping
 
 import ipywidgets as W
-import islpy as isl
 import numpy as np
 
 from ..errors import PolymagicError
@@ -70,6 +69,11 @@ def _option_field(names: tuple[str, ...]) -> str | None:
     have = {f.name for f in fields(Options)}
     return next((n for n in names if n in have), None)
 TARGETS = ("emulator", "openmp", "gpu", "auto")
+
+#: ``autotuner(source, options, language=..., namespace=..., progress=...)`` returning
+#: a :class:`polymagic.api.autotune.AutotuneResult`: the api layer above hands it in
+#: (:func:`polymagic.api.explorer.explore`), since the report never imports the api
+Autotuner = Callable[..., Any]
 
 
 class Debouncer:
@@ -157,16 +161,19 @@ class Explorer:
 
     ``source``/``language``: the function; ``options``: the starting configuration
     (sizes, tiles, ...); ``namespace``: where run inputs come from (copied);
-    ``report``: a run already made (its sizes and times are shown).  Set control
-    values (``explorer.controls['tile0'].value = 16``) and the views follow; with
+    ``report``: a run already made (its sizes and times are shown);
+    ``autotuner``: what the *Autotune* button runs (:data:`Autotuner`; without one
+    the button is disabled).  Set control values
+    (``explorer.controls['tile0'].value = 16``) and the views follow; with
     ``debounce_s=0`` they follow at once (tests, scripts)."""
 
     def __init__(self, source: str, options: Options | None = None, language: str = "c",
                  namespace: Mapping | None = None, report=None, compiled=None,
-                 debounce_s: float = 0.3):
+                 debounce_s: float = 0.3, autotuner: Autotuner | None = None):
         from ..pipeline import compile_source
         self.source = source
         self.language = language
+        self.autotuner = autotuner
         options = options or Options()
         sizes = dict(options.sizes)
         if report is not None:
@@ -175,11 +182,12 @@ class Explorer:
         self.namespace = namespace or {}
         self.compiled = compiled or compile_source(source, self.base, language=language)
         self.base = E.effective_options(self.compiled, self.base)
+        self.current: Options = self.base      # the configuration the views show
         self.timings: list[dict] = []          # one entry per regeneration
         self.runs: dict[str, object] = {}      # label -> RunReport
         self.variants: dict[str, object] = {}  # compare shared: label -> RunReport
         self.search = None                     # TileSearchResult
-        self.autotuned = None                  # autotune.AutotuneResult
+        self.autotuned = None                  # api.autotune.AutotuneResult
         self.error: str | None = None
         self._stale_picture = True
         self._pictures: dict[tuple, bytes] = {}   # PNGs by configuration and picture
@@ -248,7 +256,7 @@ class Explorer:
                 if current is not None and current not in [v for _, v in choices]:
                     choices.append((f"{current[0]} (w={current[1]})", tuple(current)))
                 value = tuple(current) if current is not None else (
-                    None if getattr(self.base, "localise_auto", True) else "off")
+                    None if self.base.localise_auto else "off")
                 w = W.Dropdown(options=choices, value=value, description="localise",
                                style=style, layout=W.Layout(width="240px"))
             else:
@@ -267,8 +275,9 @@ class Explorer:
                                        tooltip="emulator runs with --shared none/auto/all")
         self.autotune_button = W.Button(description="Autotune", icon="tachometer",
                                         tooltip="try tile/block candidates around these "
-                                                "sizes (polymagic.autotune: timed on a GPU, "
-                                                "else ranked on the emulator)")
+                                                "sizes (polymagic.api.autotune: timed on a "
+                                                "GPU, else ranked on the emulator)",
+                                        disabled=self.autotuner is None)
         self.autotune_button.on_click(lambda _b: self._safely(self.autotune))
         self.run_button.on_click(lambda _b: self._safely(self.run))
         self.compare_button.on_click(lambda _b: self._safely(self.compare_shared))
@@ -437,16 +446,12 @@ class Explorer:
 
     @staticmethod
     def _schedule_text(compiled) -> str:
-        sched = getattr(compiled.schedule, "schedule", None)
-        if isinstance(sched, isl.Schedule):
-            return E.schedule_text(sched)
-        from .views import view
-        return view("schedule", compiled).text
+        return E.schedule_text(compiled.schedule.schedule)   # ScheduleResult's isl tree
 
     def _memory_text(self, compiled, o: Options) -> str:
         text = E.memory_text(compiled, o)
         last = self._last_run.get(self._label(o))
-        if last is not None and getattr(last, "transfers", None):
+        if last is not None and last.transfers:
             t = last.transfers
             text += (f"\n\nhost<->device (last run of this configuration): H2D "
                      f"{t.get('bytes_h2d', 0)} B, D2H {t.get('bytes_d2h', 0)} B "
@@ -465,7 +470,7 @@ class Explorer:
     def draw_picture(self) -> None:
         """Draw the selected picture for the current configuration."""
         from . import plots as P
-        o = getattr(self, "current", self.base)
+        o = self.current
         kind = self.picture_kind.value
         stmt = None if self.statement.value == "(default)" else self.statement.value
         note = ""
@@ -525,9 +530,12 @@ class Explorer:
         self.set(**{f"tile{j}": int(v) for j, v in enumerate(self.search.tile[:len(self.band)])})
 
     def autotune(self):
-        """``--autotune`` from the current controls (polymagic.autotune), with the
-        progress bar; shows the heat map and sets the controls to the choice."""
-        from ..autotune import autotune
+        """``--autotune`` from the current controls (the ``autotuner`` handed in:
+        polymagic.api.autotune), with the progress bar; shows the heat map and sets
+        the controls to the choice."""
+        if self.autotuner is None:
+            raise PolymagicError("this explorer has no autotuner (open it with "
+                                 "polymagic.api.explorer.explore or fn.explore())")
         o = self.options()
         self.progress.layout.visibility = "visible"
         self.progress.value = 0
@@ -539,8 +547,8 @@ class Explorer:
             self.status.value = (f'<span style="color:#57606a">autotune: candidate {i}/{n}'
                                  f'…</span>')
         try:
-            result = autotune(self.source, o, language=self.language,
-                              namespace=self._inputs(), progress=progress)
+            result = self.autotuner(self.source, o, language=self.language,
+                                    namespace=self._inputs(), progress=progress)
         finally:
             self.progress.layout.visibility = "hidden"
         self.autotuned = result
@@ -661,7 +669,7 @@ class Explorer:
         return bundle
 
     def __repr__(self) -> str:
-        o = getattr(self, "current", self.base)
+        o = self.current
         return f"<polymagic Explorer of {self.compiled.scop.name}: {self._label(o)}>"
 
 

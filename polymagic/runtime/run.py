@@ -34,8 +34,8 @@ the magic binds.  One run:
 from __future__ import annotations
 
 import zlib
-from dataclasses import asdict, dataclass, field
-from typing import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
@@ -45,6 +45,10 @@ from ..errors import DeviceError, InputError
 from ..expr import Var, evaluate
 from ..options import Options
 from ..scop import Param, Scop
+from ..transfers.session import TransferStats
+
+if TYPE_CHECKING:
+    from .emulator import EmuResult
 
 #: dtype -> (rtol, atol as a fraction of max |reference|)
 TOLERANCES = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12)}
@@ -473,7 +477,7 @@ class DeviceRun:
     launches: int = 0
     counters: dict = field(default_factory=dict)
     note: str = ""
-    transfers: object = None      # transfers.session.TransferStats
+    transfers: TransferStats | None = None
 
 
 def choose_target(requested: str) -> tuple[str, str]:
@@ -533,16 +537,14 @@ def run_device(compiled, target: str, options: Options, arrays: dict[str, np.nda
     return DeviceRun(r.seconds, 0.0, 0.0, r.launches, emulator_counters(r), transfers=st)
 
 
-def emulator_counters(r) -> dict:
+def emulator_counters(r: EmuResult) -> dict:
     """Loads/stores per kernel and in total, and the warp transactions per kernel
     when they were counted, from an emulator result."""
-    out = {"loads": int(getattr(r, "loads", 0) or 0), "stores": int(getattr(r, "stores", 0) or 0)}
-    per = getattr(r, "counters", None)
-    if per:
-        out["per_kernel"] = per
-    tx = getattr(r, "tx_counters", None)
-    if tx is not None:                  # warp transactions per kernel (seed 003 §6.3)
-        out["transactions"] = tx
+    out = {"loads": int(r.loads), "stores": int(r.stores)}
+    if r.counters:
+        out["per_kernel"] = r.counters
+    if r.tx_counters is not None:       # warp transactions per kernel (seed 003 §6.3)
+        out["transactions"] = r.tx_counters
     return out
 
 
@@ -550,16 +552,15 @@ _REFERENCES: dict[tuple[str, str], object] = {}
 
 
 def cpu_reference(scop: Scop, opt: str = "-O2"):
-    """The compiled CPU reference of ``scop`` (built once per source)."""
+    """The compiled CPU reference of ``scop`` (built once per source); a Python
+    function's is its C translation (``scop.c_source``: same Scop, same semantics)."""
     from .cpu import CpuReference
     key = (scop.source, opt)
     ref = _REFERENCES.get(key)
     if ref is None:
-        if scop.language == "python":      # its C translation (same Scop, same semantics)
-            from ..frontend.python import c_reference_scop
-            ref = _REFERENCES[key] = CpuReference(c_reference_scop(scop), opt)
-        else:
-            ref = _REFERENCES[key] = CpuReference(scop, opt)
+        if scop.language == "python":
+            scop = replace(scop, source=scop.c_source, language="c", c_source=None)
+        ref = _REFERENCES[key] = CpuReference(scop, opt)
     return ref
 
 
@@ -581,7 +582,7 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
     ints = {n: inputs.args[n] for n in scop.size_params}
     scalars = {p.name: inputs.args[p.name] for p in scop.scalar_params}
     written = [n for n in scop.written_arrays() if scop.arrays[n].kind == "param"]
-    fixed = getattr(compiled.program, "specialised", {}) or {}
+    fixed = compiled.program.specialised
     other = {k: v for k, v in fixed.items() if k in ints and int(ints[k]) != v}
     if other:
         raise InputError(
@@ -637,69 +638,6 @@ def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
 
-# ---- the callable --------------------------------------------------------------
-
-class PolyFunction:
-    """The compiled function as a Python callable: ``fn(A=a, B=b, alpha=1.5)``.
-
-    Keyword arguments are C parameters by name: arrays (results are written into
-    them), sizes and scalars.  Sizes not given are read off the arrays, else taken
-    from the cell's ``--size``; arrays not given are seeded random.  Runs the
-    device target only — pass ``check=True`` to also compare with the CPU
-    reference (results are then written only if the check passes).  Nothing is
-    recompiled, except for arrays whose layout (a transposed or strided view)
-    changes which loop the superposition's coalescing model puts on thread x
-    (:func:`polymagic.pipeline.specialise_layout`, cached per layout); device
-    modules are built once and reused.  Returns the :class:`RunReport`.
-    """
-
-    def __init__(self, compiled, options: Options):
-        self.compiled = compiled
-        self.options = options
-        self.source: str = compiled.scop.source
-        self.__name__ = compiled.scop.name
-        self.__doc__ = (f"{compiled.scop.name}({', '.join(p.name for p in compiled.scop.params)})"
-                        f" — polymagic-compiled; call with keyword arguments.\n\n"
-                        + (PolyFunction.__doc__ or ""))
-
-    def __repr__(self) -> str:
-        params = ", ".join(p.name for p in self.compiled.scop.params)
-        return f"<polymagic function {self.compiled.scop.name}({params}), target={self.options.target}>"
-
-    def __call__(self, *args, **kwargs) -> RunReport:
-        scop = self.compiled.scop
-        if args:
-            raise TypeError(f"{scop.name}() takes keyword arguments only "
-                            f"({', '.join(p.name for p in scop.params)})")
-        names = {p.name for p in scop.params}
-        check = bool(kwargs.pop("check", False)) if "check" not in names else False
-        unknown = [k for k in kwargs if k not in names]
-        if unknown:
-            raise InputError(f"{scop.name}() has no parameter {', '.join(unknown)} "
-                             f"(parameters: {', '.join(p.name for p in scop.params)})")
-        arrays = {p.name: kwargs[p.name] for p in scop.array_params if p.name in kwargs}
-        values = {k: v for k, v in kwargs.items() if k not in arrays}
-        options = self.options.with_(sizes=values, inputs=None)
-        inputs = gather_inputs(scop, options, arrays, defaults=self.options.sizes,
-                               where="the arguments")
-        from ..pipeline import specialise_layout
-        compiled, options = specialise_layout(self.compiled, options, arrays)
-        return execute(compiled, options, inputs, check=check,
-                       unchecked="not checked (pass check=True to compare with the CPU reference)")
-
-    def explore(self, namespace: Mapping | None = None, **kwargs):
-        """Widgets to explore tiles, threads and buffers of this function
-        (:class:`polymagic.report.widgets.Explorer`); runs use copies of the arrays
-        in ``namespace``."""
-        from ..report.widgets import explore
-        return explore(self.compiled, self.options, namespace=namespace, **kwargs)
-
-
-def make_callable(compiled, options: Options) -> PolyFunction:
-    """The callable the magic binds under the function's name."""
-    return PolyFunction(compiled, options)
-
-
-__all__ = ["RunReport", "prepare_inputs", "gather_inputs", "run", "make_callable",
-           "PolyFunction", "compare", "compare_all", "tolerances", "random_array",
-           "choose_target", "TOLERANCES", "Inputs"]
+__all__ = ["RunReport", "prepare_inputs", "gather_inputs", "run", "execute", "compare",
+           "compare_all", "tolerances", "random_array", "choose_target", "TOLERANCES",
+           "Inputs", "DeviceRun"]

@@ -18,9 +18,7 @@ from ..deps import Dependences
 from ..errors import PolymagicError
 from ..isl_util import OperationBudget, TimedOut, in_child
 from ..scop import Scop
-
-#: isl operations allowed per scheduling call before we give up (prevents hangs)
-MAX_OPERATIONS = 20_000_000
+from .isl_config import MAX_OPERATIONS, configure
 
 
 @dataclass
@@ -40,17 +38,6 @@ class ScheduleResult:
         for n in self.notes:
             text += f"\nnote: {n}"
         return text
-
-
-def configure(ctx: isl.Context) -> None:
-    """Scheduler and tiling options the mapping relies on."""
-    ctx.set_schedule_outer_coincidence(1)     # split bands so outer members are parallel
-    ctx.set_schedule_maximize_band_depth(1)
-    ctx.set_schedule_whole_component(0)
-    ctx.set_schedule_serialize_sccs(0)
-    ctx.set_schedule_treat_coalescing(1)
-    ctx.set_tile_scale_tile_loops(0)          # tile loops count tiles
-    ctx.set_tile_shift_point_loops(1)         # point loops run over [0, T)
 
 
 def compute_schedule(scop: Scop, deps: Dependences, options=None) -> ScheduleResult:

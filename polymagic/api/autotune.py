@@ -47,8 +47,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from .errors import PolymagicError
-from .options import Options
+from ..errors import PolymagicError
+from ..options import Options
 
 #: statement instances of one emulator run while ranking (≈ 0.1-0.5 s each)
 MAX_INSTANCES = 2_000_000
@@ -147,12 +147,11 @@ class AutotuneResult:
 
 def _band(compiled, options: Options) -> tuple[int, int, list[str]]:
     """(block-tile members m, sub-tiled members s, labels) of the widest tiled band."""
-    from .mapping import map_schedule
+    from ..mapping import map_schedule
     mapping = map_schedule(compiled.scop, compiled.schedule, options)
     best = (0, 0, [])
     for plan in mapping.plans.values():
-        members = list(getattr(plan, "members", []) or [])
-        subs = list(getattr(plan, "sub_tiles", []) or [])
+        members, subs = list(plan.members), list(plan.sub_tiles)
         if members and len(members) + len(subs) > best[0] + best[1]:
             labels = [f"{m.loop} ({'block'})" for m in members] + \
                      [f"{s.split(' (sub-tile')[0]} (sub-tile)" for s in subs]
@@ -161,7 +160,7 @@ def _band(compiled, options: Options) -> tuple[int, int, list[str]]:
 
 
 def _start(options: Options, m: int, s: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    from .mapping import DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES
+    from ..mapping import DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES
     dflt = tuple(DEFAULT_TILES[m]) + (DEFAULT_SUB_TILE,) * s
     given = tuple(options.tile or ())
     tile = tuple(given[j] if j < len(given) else dflt[j] for j in range(m + s))
@@ -233,7 +232,7 @@ def reduced_sizes(scop, sizes: Mapping[str, int], max_instances: int = MAX_INSTA
     ``max_instances`` statement instances (barvinok's count), never below
     ``floor`` nor outside the function's context."""
     import islpy as isl
-    from .runtime.limits import instances
+    from ..runtime.limits import instances
     out = {k: int(v) for k, v in sizes.items() if k in scop.size_params}
 
     def fits_context(vals) -> bool:
@@ -263,7 +262,7 @@ def reduced_sizes(scop, sizes: Mapping[str, int], max_instances: int = MAX_INSTA
 def launch_blocks(compiled, ints: Mapping[str, int]) -> tuple[int, int]:
     """(blocks, warps) of the launch of the host driver with the most warps at these
     sizes (warps: blocks × ⌈threads per block / 32⌉)."""
-    from .runtime.gpu import load_host
+    from ..runtime.gpu import load_host
     host = load_host(compiled.host_py)
     kernels = compiled.program.kernels
     most = [0, 0, 0]                      # blocks, warps, launches
@@ -301,13 +300,13 @@ def autotune(source: str, options: Options, language: str = "c",
     module docstring).  ``namespace``: where the run's arrays and sizes come from
     (only read; runs use copies).  ``progress(i, n, candidate)`` is called after
     each candidate (``i`` of ``n`` done)."""
-    from .pipeline import compile_source
-    from .runtime.run import choose_target
+    from ..pipeline import compile_source
+    from ..runtime.run import choose_target
     t0 = time.perf_counter()
     base = options.with_(explore=False, autotune=False, quiet=True, json=False)
     base_compiled = compile_source(source, base, language=language)
     if base.tile_auto:                       # start from what the search chose
-        from .report.explore import effective_options
+        from ..report.explore import effective_options
         base = effective_options(base_compiled, base)
     scop = base_compiled.scop
     ns = {k: v for k, v in (namespace or {}).items()
@@ -328,7 +327,7 @@ def autotune(source: str, options: Options, language: str = "c",
     # seed 000 §4.3: the model's choice, and the model to cost every candidate
     model, searched = None, None
     try:
-        from .memory.tile_search import search_tile_sizes
+        from ..memory.tile_search import search_tile_sizes
         found = search_tile_sizes(source, base.with_(tile=tile, tile_levels=(tile,),
                                                      block=block), sizes=sizes,
                                   language=language)
@@ -375,11 +374,11 @@ def _run_sizes(scop, options: Options, ns: Mapping) -> tuple[dict, dict]:
     """The run's size parameters (and the scalars given), checked as a run checks
     them: from ``--size`` without allocating anything when it names every size,
     else through the runtime's input gathering (sizes read off the arrays)."""
-    from .errors import InputError
-    from .runtime.run import check_context, check_value_names, gather_inputs
+    from ..errors import InputError
+    from ..runtime.run import check_context, check_value_names, gather_inputs
     if all(n in options.sizes for n in scop.size_params) and not options.inputs:
-        from .expr import evaluate
-        from .runtime.limits import check_memory
+        from ..expr import evaluate
+        from ..runtime.limits import check_memory
         check_value_names(scop, options.sizes)
         sizes = {n: options.sizes[n] for n in scop.size_params}
         bad = [n for n, v in sizes.items() if isinstance(v, bool) or not isinstance(v, int)]
@@ -407,7 +406,7 @@ def _model_cost(model, tile: tuple[int, ...], block: tuple[int, ...], m_up: int
     if model is None or len(tile) != model.n_vars:
         return None, ""
     import dataclasses
-    from .memory.plan import STATIC_SHARED_LIMIT
+    from ..memory.plan import STATIC_SHARED_LIMIT
     blk = (tuple(block) + (1, 1, 1))[:3]
     kernels = [dataclasses.replace(k, block=tuple(blk[k.m - 1 - j] for j in range(k.m)))
                for k in model.kernels]
@@ -424,9 +423,9 @@ def _model_cost(model, tile: tuple[int, ...], block: tuple[int, ...], m_up: int
 def _evaluate(c: AutotuneCandidate, source: str, language: str, base: Options, mode: str,
               model, sizes: dict, tune: dict, scalars: dict, ns: Mapping, reps: int,
               m: int) -> None:
-    from .pipeline import compile_source
-    from .report.jsonout import shared_bytes
-    from .runtime.run import execute, gather_inputs, run_device
+    from ..pipeline import compile_source
+    from ..report.jsonout import shared_bytes
+    from ..runtime.run import execute, gather_inputs, run_device
     if math.prod(c.block) > 1024:
         c.skipped = f"{math.prod(c.block)} threads per block > 1024"
         return
@@ -454,7 +453,7 @@ def _evaluate(c: AutotuneCandidate, source: str, language: str, base: Options, m
             o = o.with_(target="emulator", sizes={**scalars, **tune}, inputs=None)
             inputs = gather_inputs(compiled.scop, o, None)
             r = execute(compiled, o, inputs, check=True)
-            from .report.fmt import transactions
+            from ..report.fmt import transactions
             c.loads = int((r.counters or {}).get("loads", 0))
             c.stores = int((r.counters or {}).get("stores", 0))
             tx = transactions(r.counters)

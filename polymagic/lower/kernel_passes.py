@@ -1,0 +1,107 @@
+"""Passes over one kernel's lowered body, and its summary line.
+
+Register promotion of the planned arrays (seed 004 §4.2), ``#pragma unroll`` marks
+(seed 004 §4.3), the lane and group values of 16-byte copies (seed 002 §3.4).
+"""
+from __future__ import annotations
+
+from .. import kir
+from ..expr import Access, Int
+from ..expr import walk as walk_expr
+from ..mapping import KernelPlan
+from ..memory.registers import RegisterPlan, decision_line, promote_registers
+
+
+def promote_plan_registers(plan: KernelPlan, body: list[kir.Stmt], buffers: list
+                           ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl]]:
+    """Seed 004 §4.2: the planned arrays (or their shared buffers) kept in
+    per-thread registers across the sequential loops; the plan's decision lines
+    say what was done.  ``buffers``: the shared buffers the kernel uses."""
+    mem = plan.memory
+    if mem is None or not mem.registers:
+        return body, []
+    accessed = accessed_arrays(body)
+    targets: dict[str, str] = {}
+    owner: dict[str, RegisterPlan] = {}
+    for r in mem.registers:
+        for n in [r.array] + [b.name for b in buffers
+                              if getattr(b, "array", None) == r.array]:
+            if n in accessed:
+                targets[n], owner[n] = r.ctype, r
+    members = [(mm.axis, mm.tile, mm.threads) for mm in plan.members
+               if getattr(plan, "member_points", True)]
+    body, decls, result = promote_registers(body, targets, members)
+    kname = plan.name[len("pm_"):]
+    for n, (made, skipped, once) in result.items():
+        owner[n].registers += made
+        owner[n].skipped += skipped
+        if n == owner[n].array:
+            owner[n].once_per_point = once
+            for d in decls:
+                if d.name.endswith("_" + n) and d.name.startswith("pm_r"):
+                    d.array, d.once_per_point = n, once
+    for r in mem.registers:
+        if 0 <= r.line < len(mem.decisions):
+            mem.decisions[r.line] = decision_line(kname, r)
+    return body, decls
+
+
+#: Most iterations of an inner loop with constant bounds that get ``#pragma unroll``.
+UNROLL_MAX = 32
+
+
+def mark_unroll(body: list[kir.Stmt]) -> list[kir.Stmt]:
+    """Seed 004 §4.3: ``#pragma unroll`` on innermost loops with constant trip counts
+    (at most :data:`UNROLL_MAX`, no barrier inside)."""
+    out: list[kir.Stmt] = []
+    for s in body:
+        if isinstance(s, kir.Loop):
+            inner = mark_unroll(s.body)
+            leaf = not any(isinstance(x, (kir.Loop, kir.Barrier)) for x in kir.walk(s.body))
+            const = isinstance(s.lower, Int) and isinstance(s.upper, Int) and \
+                isinstance(s.step, int) and s.step > 0
+            trips = (s.upper.value - s.lower.value) // s.step + 1 if const else 0
+            out.append(kir.Loop(s.var, s.lower, s.upper, s.step, inner,
+                                s.unroll or (leaf and const and 1 < trips <= UNROLL_MAX)))
+        elif isinstance(s, kir.If):
+            out.append(kir.If(s.cond, mark_unroll(s.then), mark_unroll(s.orelse)))
+        else:
+            out.append(s)
+    return out
+
+
+def accessed_arrays(body: list[kir.Stmt]) -> set[str]:
+    """The arrays and buffers the statements of ``body`` read or write."""
+    out: set[str] = set()
+    for st in kir.walk(body):
+        if isinstance(st, kir.Compute):
+            for e in (st.assign.target, st.assign.value):
+                out |= {x.array for x in walk_expr(e) if isinstance(x, Access)}
+    return out
+
+
+def copy_split_values(body: list[kir.Stmt], block: tuple[int, int, int]) -> list[kir.Stmt]:
+    """The kernel body preceded by the values of the 16-byte copies' lane and group
+    variables it uses (:data:`kir.COPY_GROUP`), from the thread ids of its block."""
+    used = sorted(v for v in kir.used_vars(body) if kir.copy_split_var(v) is not None)
+    return [kir.Let(v, kir.copy_split_value(v, block)) for v in used] + body
+
+
+def plan_summary(kname: str, plan: KernelPlan) -> str:
+    """The kernel's summary line: statements, each mapped loop's tile and threads,
+    sequential loops and per-thread tiles (the report's first line)."""
+    stmts = ",".join(plan.statements)
+    if plan.text:
+        return f"{kname} [{stmts}]: {plan.text}"
+    if not plan.members:
+        return f"{kname} [{stmts}]: one thread" + (
+            f" (sequential: {', '.join(plan.sequential)})" if plan.sequential else "")
+    parts = [f"{mm.loop}→block.{mm.axis}/thread.{mm.axis} (tile {mm.tile}, {mm.threads} threads)"
+             for mm in plan.members]
+    seq = f"; sequential in thread: {', '.join(plan.sequential)}" if plan.sequential else ""
+    if plan.per_thread:       # the third tiling level (seed 000 §4.1): points per thread
+        many = any(p > 1 for p in plan.per_thread)
+        seq += f"; per thread: {' x '.join(map(str, plan.per_thread))} point{'s' if many else ''}"
+        if plan.jammed:
+            seq += " (point loops unrolled and jammed inside the sub-tile loops)"
+    return f"{kname} [{stmts}]: " + ", ".join(parts) + seq
