@@ -259,9 +259,11 @@ def test_bad_input_gives_a_clear_error(entry, results):
 
 
 @pytest.mark.parametrize("name", ["syntax-for-missing-semicolon", "alias-same-array",
-                                  "option-block-too-many-threads"])
+                                  "option-block-too-many-threads",
+                                  "arith-div-data-zeros-magic", "limit-parens-1000-magic"])
 def test_notebook_shows_one_paragraph_without_traceback(name):
-    """What a notebook user sees: IPython prints the UsageError's message alone."""
+    """What a notebook user sees: IPython prints the UsageError's message alone (and
+    the shell, this process, survives a division by zero in the user's C)."""
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
     e = next(x for x in ENTRIES if x.name == name)
