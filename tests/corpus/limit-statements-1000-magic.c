@@ -1,4 +1,4 @@
-// expect: 406:15 statement count
+// expect: 70:15 statement count
 // options: --size N=8
 // via: magic
 void f(int N, double A[N]) {

@@ -1,4 +1,4 @@
-// expect: 405:15 statement count
+// expect: 69:15 statement count
 // options: --size N=8
 void f(int N, double A[N]) {
   for (int i = 0; i < N; i++) {
