@@ -242,3 +242,29 @@ def test_tiled_run_finishes_temps_and_constants_before_the_tiles(stand_in):
     stand_in.cp.cuda.Device.synchronize = lambda self: events.append("sync")
     dev.prepare(m.program, {"N": 4})
     assert events == ["sync"]
+
+
+# ---- a notebook's kernel ------------------------------------------------------------
+
+def test_notebook_kernel_survives_a_division_by_zero(tmp_path, monkeypatch):
+    """A real Jupyter kernel: the cell that divides by zero shows one paragraph, and
+    the next cell runs in the same kernel (its variables intact)."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    v4 = nbformat.v4
+    nb = v4.new_notebook(cells=[
+        v4.new_code_cell("%load_ext polymagic\nimport numpy as np\n"
+                         "A = np.arange(8, dtype=np.int32)\nB = np.zeros(8, np.int32)\n"
+                         "C = np.full(8, 5, np.int32)"),
+        v4.new_code_cell("%%polycuda --size N=8 --target emulator\n" + DIV_BY_DATA),
+        v4.new_code_cell("print('alive', int(C.sum()))"),
+    ])
+    monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    fault = "".join(o.get("text", "") + o.get("evalue", "") for o in nb.cells[1].outputs)
+    assert "division" in fault and "Traceback" not in fault, fault
+    after = "".join(o.get("text", "") for o in nb.cells[2].outputs)
+    assert "alive 40" in after, after
