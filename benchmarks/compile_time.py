@@ -14,7 +14,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from polymagic import pipeline  # noqa: E402
+from polymagic import compiler  # noqa: E402
 from polymagic.options import Options  # noqa: E402
 
 
@@ -26,9 +26,9 @@ def main() -> int:
     for path in sorted((ROOT / "examples").glob("*.c")):
         best = float("inf")
         for _ in range(args.repeat):
-            pipeline._CACHE.clear()
+            compiler.clear_caches()
             t0 = time.perf_counter()
-            c = pipeline.compile_source(path.read_text(), Options())
+            c = compiler.compile_source(path.read_text(), Options())
             best = min(best, time.perf_counter() - t0)
         worst = max(worst, best)
         print(f"{path.stem:14s} {best * 1e3:8.1f} ms  {len(c.program.kernels)} kernel(s)")

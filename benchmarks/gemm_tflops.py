@@ -49,7 +49,7 @@ def cublas_seconds(cp, a, b, repeat: int) -> float:
 def bench_config(cfg: str, n: int, alpha: float, host: dict, expected, repeat: int) -> dict:
     from polymagic.errors import PolymagicError
     from polymagic.options import parse_options
-    from polymagic.pipeline import compile_source
+    from polymagic.compiler import compile_source
     from polymagic.api.function import make_callable
     source = (ROOT / "examples" / "gemm.c").read_text()
     out: dict = {"config": cfg}

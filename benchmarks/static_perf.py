@@ -464,7 +464,7 @@ def compile_program(source: str, sizes: dict):
     try:
         from polymagic.compiler import compile_source
     except ImportError:
-        from polymagic.pipeline import compile_source
+        from polymagic.compiler import compile_source
     args = ["--size", ",".join(f"{k}={v}" for k, v in sizes.items())] if sizes else []
     options = parse_options(args)
     return compile_source(source, options), options

@@ -26,7 +26,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from polymagic.options import Options  # noqa: E402
-from polymagic.pipeline import compile_source  # noqa: E402
+from polymagic.compiler import compile_source  # noqa: E402
 from polymagic.runtime.run import run  # noqa: E402
 from polymagic.transfers.plan import HostArray  # noqa: E402
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from .isl_util import coalesce
+from .options import DependenceOptions
 from .scop import Scop
 
 
@@ -72,32 +73,27 @@ def _memory_based(sink: isl.UnionMap, source: isl.UnionMap, before: isl.UnionMap
     return coalesce(source.apply_range(sink.reverse()).intersect(before))
 
 
-#: isl operations the dependence analysis may take (a pathological nest gets an error,
-#: not a hang)
-MAX_OPERATIONS = 50_000_000
-#: isl operations one value-based query may take before the memory-based relation
-#: replaces it
-VALUE_BASED_OPERATIONS = 5_000_000
-
-
-def compute_dependences(scop: Scop) -> Dependences:
-    """Flow, anti, output and input dependences of the Scop in its original order."""
+def compute_dependences(scop: Scop, options: DependenceOptions = DependenceOptions()
+                        ) -> Dependences:
+    """Flow, anti, output and input dependences of the Scop in its original order,
+    within the isl operation budgets of ``options`` (a pathological nest gets an
+    error, not a hang)."""
     from .errors import PolymagicError
     try:
-        return _compute(scop)
+        return _compute(scop, options)
     except isl.Error as e:
         raise PolymagicError(
             "the dependence analysis gave up on this function (more than "
-            f"{MAX_OPERATIONS} isl operations); simplify the loop nest or split it "
-            f"into several cells ({e})") from None
+            f"{options.dependence_operations} isl operations); simplify the loop nest or "
+            f"split it into several cells ({e})") from None
 
 
-def _compute(scop: Scop) -> Dependences:
+def _compute(scop: Scop, options: DependenceOptions) -> Dependences:
     from .isl_util import OperationBudget
     ctx = scop.context.get_ctx()
     sched = scop.schedule.intersect_domain(scop.domain)
     reads, writes = scop.reads, scop.writes
-    with OperationBudget(ctx, MAX_OPERATIONS):
+    with OperationBudget(ctx, options.dependence_operations):
         before = sched.lex_lt_union_map(sched)
         anti = _memory_based(writes, reads, before)
         inp = _memory_based(reads, reads, before)
@@ -105,14 +101,14 @@ def _compute(scop: Scop) -> Dependences:
 
     def value_based(kind: str, sink: isl.UnionMap) -> isl.UnionMap:
         try:
-            with OperationBudget(ctx, VALUE_BASED_OPERATIONS):
+            with OperationBudget(ctx, options.value_based_operations):
                 return _flow(sink, writes, None, sched)
         except isl.Error:
             notes.append(f"{kind} dependences: isl's dataflow analysis took more than "
-                         f"{VALUE_BASED_OPERATIONS:,} operations; every earlier write of "
+                         f"{options.value_based_operations:,} operations; every earlier write of "
                          "an element counts as a source instead (safe, may cost "
                          "parallelism)")
-        with OperationBudget(ctx, MAX_OPERATIONS):
+        with OperationBudget(ctx, options.dependence_operations):
             return _memory_based(sink, writes, before)
 
     return Dependences(flow=value_based("flow", reads), output=value_based("output", writes),

@@ -1,37 +1,155 @@
-"""One options object shared by the ``%%polycuda`` magic and the command line.
+"""The options, split by concern, shared by the ``%%polycuda`` magic and the command line.
 
-Both parse the same argument list with :func:`parse_options`; every stage reads
-its settings from :class:`Options`, so an option added for a later stage appears
-in both front doors at once.
+Both parse the same argument list with :func:`parse_options` into one
+:class:`Options` facade, whose parts are handed to whoever needs them:
+:class:`CompileOptions` (everything the generated code depends on: frozen and
+hashable, it *is* the compile cache key; its :class:`ScheduleOptions` and
+:class:`DependenceOptions` projections key those stages' caches),
+:class:`RunOptions`, :class:`ReportOptions` and :class:`TuneOptions`.  Policies
+that tests choose (isl budgets, whether the superposition must gain) are hidden
+fields of :class:`CompileOptions`: never on the command line, never read from
+the environment.
 """
 from __future__ import annotations
 
 import argparse
 import shlex
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 
 from .errors import OptionsError
 
 TARGETS = ("auto", "gpu", "emulator", "openmp")
 MAPPINGS = ("superposition", "single")
-SHOW = ("deps", "schedule", "cuda", "kir", "host", "emulator", "scop")
+SHOW = ("deps", "schedule", "cuda", "kir", "host", "emulator", "scop", "stages")
+
+
+class SizeMap(Mapping[str, "int | float"]):
+    """Values of size parameters and scalars by name (``--size N=64,alpha=1.5``):
+    a read-only, hashable mapping, so that :class:`CompileOptions` (which holds it)
+    can key the compile caches.  Reads like a dict (``[]``, ``.get``, ``.items()``,
+    ``in``, ``dict(...)``, ``{**sizes}``) and compares equal to a dict with the
+    same items."""
+
+    __slots__ = ("_items", "_hash")
+
+    def __init__(self, items: "Mapping[str, int | float] | None" = None) -> None:
+        # in the order given (messages list sizes as the user did), hashed and
+        # compared regardless of order
+        object.__setattr__(self, "_items", dict(items or {}))
+        object.__setattr__(self, "_hash", hash(frozenset(self._items.items())))
+
+    def __getitem__(self, name: str) -> "int | float":
+        return self._items[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __setattr__(self, name, value):
+        raise AttributeError("SizeMap is read-only")
+
+    def __reduce__(self):
+        return SizeMap, (self._items,)
+
+    def __repr__(self) -> str:
+        return repr(self._items)
+
+
+def _sizes(value) -> SizeMap:
+    return value if isinstance(value, SizeMap) else SizeMap(value)
+
+
+def _tuple(value):
+    """Lists given for tuple fields (``tile=[16, 16]``) as tuples: the options hash."""
+    if isinstance(value, list):
+        return tuple(_tuple(v) for v in value)
+    return value
+
+
+class _Frozen:
+    """``with_`` and the normalisation shared by the option objects."""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            fixed = _sizes(value) if f.name == "sizes" else _tuple(value)
+            if fixed is not value:
+                object.__setattr__(self, f.name, fixed)
+
+    def with_(self, **kw):
+        """A copy with the given fields replaced."""
+        return replace(self, **kw)
 
 
 @dataclass(frozen=True)
-class Options:
-    sizes: dict = field(default_factory=dict)     # name -> int/float (size params and scalars)
-    inputs: str | None = None                     # .npz with arrays by parameter name
-    seed: int = 0
-    target: str = "auto"
+class DependenceOptions(_Frozen):
+    """What :func:`polymagic.deps.compute_dependences` reads (its cache key): isl
+    operation budgets, hidden policies (never on the command line)."""
+    #: isl operations the whole analysis may take (a pathological nest gets an error)
+    dependence_operations: int = 50_000_000
+    #: isl operations one value-based (dataflow) query may take before the
+    #: memory-based relation replaces it
+    value_based_operations: int = 5_000_000
+
+    @classmethod
+    def of(cls, options) -> "DependenceOptions":
+        """The dependence stage's options read off compile options (or the facade)."""
+        return cls(**{f.name: getattr(options, f.name) for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class ScheduleOptions(_Frozen):
+    """What :func:`polymagic.schedule.compute_schedule` reads, and nothing else: it
+    keys the schedule stage's cache, so a cached schedule never comes from other
+    settings (``tests/test_pipeline_cache.py`` checks that every field matters)."""
+    mapping: str = "superposition"                # the superposition is planned only for it
+    reductions: bool = True                       # thread-level tree reductions (seed 003 §5.3)
+    #: the tile search runs (it keeps the superposition's kernels, seed 000 §4.3)
+    tile_auto: bool = False
+    #: --localise LOOP: a host loop of the superposition keeps the single mapping
+    localise_loop: str | None = None
+    #: the arrays' real element strides (the DL model's, seed 003 §5.2)
+    layout: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    time_tiling: tuple[int, ...] = ()
+    # ---- policies (hidden: never on the command line) ----
+    #: use the superposition only where it improves coalescing (the paper's gemm, 2mm...:
+    #: both schedules coincide; only the single mapping unrolls and jams a thread's
+    #: points inside the sub-tile loop and has larger default block tiles: gemm at
+    #: N = 37 loads 6845 elements there against 10952 superposed); False runs every
+    #: kernel through the superposed tree (tests, the fuzzer's campaigns)
+    require_gain: bool = True
+    #: wall-clock seconds one isl scheduler attempt may take (its ILPs ignore the
+    #: operation budget, fuzz finding 32); past it Feautrier's scheduler is asked
+    schedule_seconds: float = 10.0
+    #: isl operations allowed per scheduling call (prevents hangs)
+    schedule_operations: int = 20_000_000
+    #: isl operations the superposition planning may take before the single mapping
+    super_operations: int = 20_000_000
+
+    @classmethod
+    def of(cls, options) -> "ScheduleOptions":
+        """The scheduler's options read off compile options (or the facade)."""
+        kw = {f.name: getattr(options, f.name) for f in fields(cls) if f.name != "localise_loop"}
+        localise = getattr(options, "localise", None)
+        return cls(localise_loop=localise[0] if localise is not None else None, **kw)
+
+
+@dataclass(frozen=True)
+class CompileOptions(_Frozen):
+    """Every setting the generated code depends on: frozen and hashable, it keys the
+    compile cache (:func:`polymagic.compiler.compile_source`).  The stages read
+    their settings from it by these names (``options.tile``, ``options.sizes``) and
+    derive variants with :meth:`with_`."""
     tile: tuple[int, ...] | None = None           # block-tile sizes, outermost band member first
     block: tuple[int, ...] | None = None          # threads per block, x,y,z
     mapping: str = "superposition"                # seed 003 superposition | single schedule
     reductions: bool = True                       # superposition: tree reductions on threads
-    check: bool = True                            # compare with the CPU reference
-    show: tuple[str, ...] = ()
-    json: bool = False
-    emu_order: str = "shuffle"                    # shuffle | reverse | forward (emulator)
-    quiet: bool = False
     # memory planning (seed 000 §3-4, seed 004 §4.2)
     shared: str = "auto"                          # auto (reuse-based) | all | none
     shared_mem: int = 48 * 1024                   # M_up: shared-memory bytes per block
@@ -56,30 +174,145 @@ class Options:
     # host<->device transfers and Python input (seed 002)
     device_mem: int | None = None                 # bytes of device memory kernels may use
     python: bool = False                          # the cell holds a Python function
-    # exploration (widgets, autotuning)
-    explore: bool = False
-    autotune: bool = False                        # --autotune: try tile/block candidates
-    autotune_candidates: int = 12                 # at most this many candidates
-    autotune_budget: float = 60.0                 # seconds; later candidates are skipped
     # element strides of arrays passed as non-row-major views, set from the arrays at
-    # call time (pipeline.specialise_layout), never by a flag: ((name, strides), ...)
+    # call time (compiler.specialise_layout), never by a flag: ((name, strides), ...)
     layout: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    # hidden lowering policies (no flag; compiler/lowering.py, polymagic.lower.LowerOptions)
+    #: size values: the tile search, localisation and ``__constant__`` memory are
+    #: decided at them (the driver's cache leaves them out where the code does not
+    #: read them, see :meth:`size_independent`)
+    sizes: SizeMap = field(default_factory=SizeMap)
+    # ---- policies (hidden: never on the command line; tests choose them here) ----
+    require_gain: bool = True                     # ScheduleOptions.require_gain
+    schedule_seconds: float = 10.0                # ScheduleOptions.schedule_seconds
+    schedule_operations: int = 20_000_000         # ScheduleOptions.schedule_operations
+    super_operations: int = 20_000_000            # ScheduleOptions.super_operations
+    dependence_operations: int = 50_000_000       # DependenceOptions.dependence_operations
+    value_based_operations: int = 5_000_000       # DependenceOptions.value_based_operations
+    # hidden lowering policies (compiler/lowering.py, polymagic.lower.LowerOptions)
     per_kernel: bool = False                      # every kernel from its own AST
     exact_subscripts: bool = False                # subscripts printed with their domains
     time_tiling_operations: int = 3_000_000       # isl budget of the skewed tiles' AST
 
-    def key(self) -> tuple:
-        """What the generated code depends on (for compile caches)."""
-        return (self.tile, self.block, self.mapping, self.reductions, self.shared, self.shared_mem, self.registers,
-                self.delta, self.tile_levels, self.device_mem, self.python, self.tile_auto,
-                self.localise, self.localise_auto, self.reorg, self.layout, self.keep_register_buffers, self.vector,
-                self.time_tiling, self.per_kernel, self.exact_subscripts,
-                self.time_tiling_operations,
-                tuple(sorted(self.sizes.items())) if self.tile_auto or self.localise else None)
+    @property
+    def schedule(self) -> ScheduleOptions:
+        """The scheduler's inputs (the schedule stage's cache key)."""
+        return ScheduleOptions.of(self)
+
+    @property
+    def deps(self) -> DependenceOptions:
+        """The dependence analysis' inputs."""
+        return DependenceOptions.of(self)
+
+    def size_independent(self) -> "CompileOptions":
+        """These options without the sizes where no stage reads them before the code
+        is known: only the tile search and localisation are decided at the sizes
+        (``__constant__`` memory too, but whether it is used is known only after
+        lowering: the driver then keys by the size parameters' values as well)."""
+        return self if self.tile_auto or self.localise else replace(self, sizes=SizeMap())
+
+
+@dataclass(frozen=True)
+class RunOptions(_Frozen):
+    """How a compiled function is run and checked (never changes the code)."""
+    sizes: SizeMap = field(default_factory=SizeMap)   # name -> int/float (sizes and scalars)
+    inputs: str | None = None                     # .npz with arrays by parameter name
+    seed: int = 0                                 # random inputs and emulator orders
+    target: str = "auto"
+    check: bool = True                            # compare with the CPU reference
+    emu_order: str = "shuffle"                    # shuffle | reverse | forward (emulator)
+    device_mem: int | None = None                 # bytes of device memory kernels may use
+
+
+@dataclass(frozen=True)
+class ReportOptions(_Frozen):
+    """What the report shows."""
+    show: tuple[str, ...] = ()                    # extra views (SHOW)
+    json: bool = False                            # one JSON object (CLI)
+    quiet: bool = False
+    explore: bool = False                         # widgets to explore the mapping
+
+
+@dataclass(frozen=True)
+class TuneOptions(_Frozen):
+    """``--autotune``: a search over compiles and runs, above both (its own object:
+    it changes neither the code of a given compile nor how one run goes)."""
+    autotune: bool = False                        # --autotune: try tile/block candidates
+    autotune_candidates: int = 12                 # at most this many candidates
+    autotune_budget: float = 60.0                 # seconds; later candidates are skipped
+
+
+#: the facade's parts, by attribute name; a field name found in several parts (sizes,
+#: device_mem) is set in each and read from the first
+_PARTS: tuple[tuple[str, type], ...] = (("compile", CompileOptions), ("run", RunOptions),
+                                        ("report", ReportOptions), ("tune", TuneOptions))
+_OWNERS: dict[str, tuple[str, ...]] = {}
+for _part, _cls in _PARTS:
+    for _f in fields(_cls):
+        _OWNERS[_f.name] = _OWNERS.get(_f.name, ()) + (_part,)
+
+
+def option_names() -> frozenset[str]:
+    """Every keyword :class:`Options` takes (the fields of all its parts)."""
+    return frozenset(_OWNERS)
+
+
+@dataclass(frozen=True, init=False, repr=False)
+class Options:
+    """The user's options (what :func:`parse_options` returns), made of one part per
+    concern: ``.compile`` (:class:`CompileOptions`, the compile cache key), ``.run``
+    (:class:`RunOptions`), ``.report`` (:class:`ReportOptions`) and ``.tune``
+    (:class:`TuneOptions`).  Built with any of their fields as keywords
+    (``Options(tile=(16, 16), sizes={"N": 64})``), read by field name
+    (``options.tile``), changed with :meth:`with_`.  Each stage is handed only the
+    part it needs."""
+    compile: CompileOptions
+    run: RunOptions
+    report: ReportOptions
+    tune: TuneOptions
+
+    def __init__(self, **kw) -> None:
+        # the parts themselves may be given too (dataclasses.replace passes them)
+        given = {part: kw.pop(part) for part, _cls in _PARTS if part in kw}
+        unknown = sorted(set(kw) - set(_OWNERS))
+        if unknown:
+            raise TypeError(f"Options got unexpected keyword(s): {', '.join(unknown)}")
+        for part, cls in _PARTS:
+            mine = {k: v for k, v in kw.items() if part in _OWNERS[k]}
+            base = given.get(part)
+            object.__setattr__(self, part, cls(**mine) if base is None else
+                               replace(base, **mine) if mine else base)
+
+    @classmethod
+    def of(cls, compile: CompileOptions = CompileOptions(), run: RunOptions = RunOptions(),
+           report: ReportOptions = ReportOptions(), tune: TuneOptions = TuneOptions()
+           ) -> "Options":
+        """The facade over given parts."""
+        return cls(compile=compile, run=run, report=report, tune=tune)
+
+    def __reduce__(self):
+        return Options.of, (self.compile, self.run, self.report, self.tune)
 
     def with_(self, **kw) -> "Options":
+        """A copy with the given fields replaced (in every part that has them)."""
         return replace(self, **kw)
+
+    def __repr__(self) -> str:
+        given = []
+        for name, parts in _OWNERS.items():
+            value = getattr(getattr(self, parts[0]), name)
+            if value != getattr(getattr(_DEFAULT, parts[0]), name):
+                given.append(f"{name}={value!r}")
+        return f"Options({', '.join(given)})"
+
+
+def _delegate(part: str, name: str) -> property:
+    return property(lambda self: getattr(getattr(self, part), name),
+                    doc=f"``{part}.{name}``")
+
+
+for _name, _parts in _OWNERS.items():
+    setattr(Options, _name, _delegate(_parts[0], _name))
+_DEFAULT = Options()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -314,5 +547,6 @@ def parse_options(args: str | list[str]) -> Options:
     return options_from_namespace(ns)
 
 
-__all__ = ["Options", "parse_options", "add_arguments", "options_from_namespace",
-           "make_parser", "fields"]
+__all__ = ["Options", "CompileOptions", "ScheduleOptions", "DependenceOptions", "RunOptions",
+           "ReportOptions", "TuneOptions", "SizeMap", "option_names", "parse_options",
+           "add_arguments", "options_from_namespace", "make_parser"]

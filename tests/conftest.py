@@ -38,3 +38,13 @@ def pytest_collection_modifyitems(config, items):
     skip = pytest.mark.skip(reason=f"needs a GPU: {unavailable_reason()}")
     for it in gpu_items:
         it.add_marker(skip)
+
+
+@pytest.fixture
+def fresh_cache():
+    """No compile or stage result from before the test, none kept after it (for tests
+    that replace a stage function, or that must see every stage run)."""
+    from polymagic.compiler import clear_caches
+    clear_caches()
+    yield
+    clear_caches()

@@ -154,7 +154,7 @@ def test_cli_autotune_text_and_bad_values(capsys):
 def test_options_parse_autotune():
     o = parse_options("--autotune --autotune-candidates 4 --autotune-budget 2.5")
     assert o.autotune and o.autotune_candidates == 4 and o.autotune_budget == 2.5
-    assert Options().key() == o.with_(autotune=False).key()   # no effect on the code
+    assert Options().compile == o.with_(autotune=False).compile   # no effect on the code
 
 
 def test_magic_autotune_binds_the_chosen_configuration(monkeypatch):

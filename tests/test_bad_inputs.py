@@ -148,7 +148,7 @@ def write_inputs(e: Entry) -> str:
 
 def via_api(e: Entry, ns: dict):
     from polymagic.options import parse_options
-    from polymagic.pipeline import compile_source
+    from polymagic.compiler import compile_source
     from polymagic.runtime.run import run
     opts = parse_options(write_inputs(e))
     return run(compile_source(e.source, opts), opts, namespace=ns)
@@ -157,7 +157,7 @@ def via_api(e: Entry, ns: dict):
 def via_callable(e: Entry, ns: dict):
     """Compile with the options (no namespace), then call with the arrays."""
     from polymagic.options import parse_options
-    from polymagic.pipeline import compile_source
+    from polymagic.compiler import compile_source
     from polymagic.api.function import make_callable
     opts = parse_options(write_inputs(e))
     fn = make_callable(compile_source(e.source, opts), opts)

@@ -11,7 +11,7 @@ import pytest
 
 from polymagic.codegen.nvrtc import compile_cuda
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parent.parent / "examples").glob("*.c"))
 VARIANTS = {"default": Options(), "small-tiles": Options(tile=(8, 8, 8), block=(4, 4, 2)),

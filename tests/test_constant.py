@@ -16,7 +16,7 @@ from polymagic.codegen.nvrtc import compile_cuda
 from polymagic.errors import DeviceError
 from polymagic.memory.constant import CONSTANT_LIMIT
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime import gpu
 from polymagic.runtime import run as rt
 from polymagic.runtime.run import run

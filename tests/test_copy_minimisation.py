@@ -11,7 +11,7 @@ import pytest
 
 from polymagic.mapping import map_schedule
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"

@@ -10,8 +10,8 @@ import pytest
 
 from polymagic import deps
 from polymagic.frontend import parse
-from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.options import DependenceOptions, Options
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -36,18 +36,18 @@ def test_finding_11_modulo_guard_is_analysed_exactly():
     assert got.notes == [] and not got.anti.is_empty()
 
 
-def test_spent_budget_over_approximates_and_says_so(monkeypatch):
+def test_spent_budget_over_approximates_and_says_so():
     src = (ROOT / "examples/jacobi-1d.c").read_text()
     scop = parse(src, "c")
     exact = deps.compute_dependences(scop)
-    monkeypatch.setattr(deps, "VALUE_BASED_OPERATIONS", 1)
-    approx = deps.compute_dependences(scop)
+    approx = deps.compute_dependences(scop, DependenceOptions(value_based_operations=1))
     assert [n.split(":")[0] for n in approx.notes] == ["flow dependences", "output dependences"]
     assert exact.flow.is_subset(approx.flow) and not exact.flow.is_equal(approx.flow)
     assert exact.output.is_subset(approx.output)
 
-    options = Options(sizes={"tsteps": 3, "n": 40}, target="emulator")
-    compiled = compile_source(src + "\n", options)       # not the cached compile
+    options = Options(sizes={"tsteps": 3, "n": 40}, target="emulator",
+                      value_based_operations=1)
+    compiled = compile_source(src, options)
     assert any("every earlier write" in n for n in compiled.notes)
     report = run(compiled, options)
     assert report.ok, report.message

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 
 GEMM = (pathlib.Path(__file__).resolve().parent.parent / "examples" / "gemm.c").read_text()

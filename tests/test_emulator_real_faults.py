@@ -19,7 +19,7 @@ from polymagic import kir
 from polymagic.errors import EmulatorError
 from polymagic.expr import Binary, Int, Var
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.emulator import build
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"

@@ -11,7 +11,7 @@ import pathlib
 import pytest
 
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -75,13 +75,13 @@ def test_every_partition_in_shared_memory(name):
 @pytest.mark.parametrize("name,sizes", [("gemm", {"N": 20}),
                                         ("jacobi-1d", {"tsteps": 3, "n": 40}),
                                         ("seidel-2d", {"tsteps": 2, "n": 12})])
-def test_emulator_catches_a_mapping_that_ignores_dependences(monkeypatch, name, sizes):
+def test_emulator_catches_a_mapping_that_ignores_dependences(monkeypatch, fresh_cache,
+                                                            name, sizes):
     """Planted mapping bug: every band member treated as parallel.  The generated
     kernels race; the emulator must say so rather than return a result."""
-    from polymagic import mapping, pipeline
+    from polymagic import mapping
     from polymagic.errors import EmulatorError
     monkeypatch.setattr(mapping, "leading_coincident", lambda node: node.band_n_member())
-    monkeypatch.setattr(pipeline, "_CACHE", {})
     opts = Options(sizes=sizes, target="emulator", tile=(8, 8, 8), block=(4, 4, 2))
     compiled = compile_source(_source(name), opts)
     with pytest.raises(EmulatorError, match="data race"):

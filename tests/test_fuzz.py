@@ -15,7 +15,7 @@ import pytest
 
 from fuzz import main as fuzz_main
 from fuzz import runner, shrink
-from polymagic import mapping, pipeline
+from polymagic import compiler, mapping
 
 CI_CASES = 300
 CI_SEED = 20240
@@ -52,9 +52,9 @@ def planted_bug(monkeypatch):
     """Every band member counts as coincident: loops carrying dependences get
     mapped to parallel threads.  Compile caches are cleared around it."""
     monkeypatch.setattr(mapping, "leading_coincident", lambda node: node.band_n_member())
-    pipeline._CACHE.clear()
+    compiler.clear_caches()
     yield
-    pipeline._CACHE.clear()
+    compiler.clear_caches()
 
 
 def test_planted_bug_is_caught_within_200_cases(planted_bug):

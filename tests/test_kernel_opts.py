@@ -14,7 +14,7 @@ from polymagic import kir
 from polymagic.expr import Int
 from polymagic.codegen.nvrtc import compile_cuda
 from polymagic.options import Options, parse_options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime import gpu
 from polymagic.runtime import run as rt
 from polymagic.runtime.run import run

@@ -15,7 +15,7 @@ import pathlib
 import pytest
 
 from polymagic.options import Options
-from polymagic.pipeline import clear_caches, compile_source
+from polymagic.compiler import clear_caches, compile_source
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 
 CASES = {
@@ -154,10 +154,8 @@ def _launches(body):
 
 
 @pytest.mark.parametrize("sizes", [{"N": 22, "M": 2}, {"N": 5, "M": 9}])
-def test_kernels_with_disjoint_thread_guards_keep_their_order(monkeypatch, sizes):
-    from polymagic import schedule
-    monkeypatch.setattr(schedule, "REQUIRE_GAIN", False)
-    opts = Options(sizes=sizes, target="emulator")
+def test_kernels_with_disjoint_thread_guards_keep_their_order(sizes):
+    opts = Options(sizes=sizes, target="emulator", require_gain=False)
     compiled = compile_source(KERNEL_ORDER, opts)
     order = [s for k in _launches(compiled.program.host)
              for s in compiled.program.kernels[k].summary.split("[")[1].split("]")[0].split(",")]

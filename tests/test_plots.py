@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.report import explore as E
 from polymagic.report import plots as P
 from polymagic.report.islnp import eval_pw_multi_aff, set_points

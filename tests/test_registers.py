@@ -14,7 +14,7 @@ import pytest
 from polymagic import kir
 from polymagic.codegen.nvrtc import compile_cuda
 from polymagic.options import Options, parse_options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"

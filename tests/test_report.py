@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from polymagic.options import SHOW, parse_options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.report import HtmlReport, to_html, to_json, to_text
 from polymagic.report.jsonout import clean
 from polymagic.runtime.run import RunReport, run

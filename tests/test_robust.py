@@ -25,7 +25,7 @@ import pytest
 from polymagic.errors import DeviceError, InputError, SourceError, UserCodeError
 from polymagic.frontend.c import parse_c
 from polymagic.options import parse_options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime import gpu, run as rt
 from polymagic.runtime.cpu import CpuReference
 from polymagic.runtime.run import run

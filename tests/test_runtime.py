@@ -594,7 +594,7 @@ def test_host_driver_helpers():
 
 def _gemm_compiled(options: Options):
     try:
-        from polymagic.pipeline import compile_source
+        from polymagic.compiler import compile_source
         return compile_source((EXAMPLES / "gemm.c").read_text(), options)
     except (ImportError, FileNotFoundError) as e:   # pipeline stage not there yet
         pytest.skip(f"pipeline not ready: {e}")

@@ -1,7 +1,8 @@
 """isl's scheduler under a wall-clock limit (fuzz finding 32): its integer programs
 ignore isl's operation budget, so each attempt runs in a child process first; past
-``SCHEDULE_SECONDS`` Feautrier's scheduler is asked, and past that too the source
-order is used.  Every fallback schedule must still map, run and match the CPU."""
+``schedule_seconds`` (a hidden schedule option) Feautrier's scheduler is asked, and
+past that too the source order is used.  Every fallback schedule must still map, run
+and match the CPU."""
 from __future__ import annotations
 
 import pytest
@@ -9,8 +10,8 @@ import pytest
 from polymagic import schedule as S
 from polymagic.frontend import parse
 from polymagic.deps import compute_dependences
-from polymagic.options import Options
-from polymagic.pipeline import clear_caches, compile_source
+from polymagic.options import Options, ScheduleOptions
+from polymagic.compiler import clear_caches, compile_source
 from polymagic.runtime.run import run
 from test_end_to_end import KERNELS, _source
 
@@ -19,10 +20,10 @@ def _slow_isl(monkeypatch, also_feautrier: bool = False) -> None:
     """Make the 'isl' algorithm (and, optionally, Feautrier's) time out."""
     real = S._bounded_schedule
 
-    def bounded(scop, deps, context, algorithm):
+    def bounded(scop, deps, context, algorithm, options):
         if algorithm == "isl" or also_feautrier:
             raise S.TimedOut("forced by the test")
-        return real(scop, deps, context, algorithm)
+        return real(scop, deps, context, algorithm, options)
     monkeypatch.setattr(S, "_bounded_schedule", bounded)
     clear_caches()
 
@@ -40,12 +41,12 @@ def test_child_probe_gives_isl_own_schedule():
     assert str(got) == str(sc.compute_schedule())
 
 
-def test_a_slow_attempt_is_abandoned(monkeypatch):
+def test_a_slow_attempt_is_abandoned():
     """A limit below what the scheduler needs ends in the source order, with a note."""
-    monkeypatch.setattr(S, "SCHEDULE_SECONDS", 1e-4)
     scop = parse(_source("gemm"), "c")
     notes: list[str] = []
-    sched = S._isl_schedule(scop, compute_dependences(scop), notes)
+    sched = S._isl_schedule(scop, compute_dependences(scop), notes,
+                            ScheduleOptions(schedule_seconds=1e-4))
     assert notes and "source order" in notes[0] and "took more than" in notes[0]
     assert str(sched) == str(S.source_order(scop))
 
@@ -83,12 +84,11 @@ void fz(int N, double A[N + 5][N + 3], double B[N + 1][N + 2]) {
 """
 
 
-def test_empty_domains_keep_the_single_mapping(monkeypatch):
+def test_empty_domains_keep_the_single_mapping():
     """No statement instance runs: the superposition is not planned (its tree had
     nothing to scan and isl's AST build failed, reported as a spent budget)."""
-    monkeypatch.setattr(S, "REQUIRE_GAIN", False)
-    clear_caches()
-    opts = Options(sizes={"N": 16}, target="emulator", tile=(10,), registers=False)
+    opts = Options(sizes={"N": 16}, target="emulator", tile=(10,), registers=False,
+                   require_gain=False)
     c = compile_source(NEVER_RUNS, opts)
     assert not c.schedule.use_superposition
     assert any("empty iteration domains" in n for n in c.notes), c.notes

@@ -7,11 +7,10 @@ import pathlib
 
 import pytest
 
-from polymagic import pipeline, schedule
 from polymagic.deps import compute_dependences
 from polymagic.frontend import parse
 from polymagic.options import Options, parse_options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 from polymagic.schedule import dl_model
 from test_end_to_end import KERNELS as E2E_KERNELS
@@ -67,11 +66,9 @@ def _groups(items):
             yield from _groups(it.body)
 
 
-@pytest.fixture
-def every_plan(monkeypatch):
-    """Use the superposed tree wherever it is legal, even without a coalescing gain."""
-    monkeypatch.setattr(schedule, "REQUIRE_GAIN", False)
-    monkeypatch.setattr(pipeline, "_CACHE", {})
+#: the policy that uses the superposed tree wherever it is legal, even without a
+#: coalescing gain
+EVERY_PLAN = {"require_gain": False}
 
 
 # ---- loop kinds (§5.3) ------------------------------------------------------------------
@@ -157,7 +154,7 @@ def test_jacobi_2d_alt_kernel_code():
     assert run(single, opts.with_(mapping="single")).ok
 
 
-def test_doitgen_paper_form_p_on_thread_x_r_q_on_blocks(every_plan):
+def test_doitgen_paper_form_p_on_thread_x_r_q_on_blocks():
     _, _, plan = _plan(DOITGEN3)
     assert plan.legal, plan.problems
     (k,) = plan.items
@@ -166,7 +163,7 @@ def test_doitgen_paper_form_p_on_thread_x_r_q_on_blocks(every_plan):
     assert [g.statements for g in groups] == [["S0", "S1"], ["S2"]]   # U distributed
     for g in groups:
         assert plan.loop_text(g.dims[0]) == "p"
-    opts = Options(sizes={"nr": 11, "nq": 10, "np": 13}, target="emulator")
+    opts = Options(sizes={"nr": 11, "nq": 10, "np": 13}, target="emulator", **EVERY_PLAN)
     c = compile_source(DOITGEN3, opts)
     assert c.schedule.use_superposition
     assert "r→block.y (tile 2), q→block.x (tile 4)" in c.summary
@@ -204,9 +201,8 @@ def test_naive_choice_illegal_legal_alternative():
     assert r.ok, r.message
 
 
-def test_illegal_plan_falls_back_with_a_note(monkeypatch):
+def test_illegal_plan_falls_back_with_a_note(monkeypatch, fresh_cache):
     from polymagic.schedule import superposition as sp
-    monkeypatch.setattr(pipeline, "_CACHE", {})
     real = sp.plan_superposition
 
     def broken(scop, validity, strides=None, **kw):
@@ -263,11 +259,12 @@ KERNELS = {**E2E_KERNELS,
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
-def test_superposition_matches_cpu(name, every_plan):
+def test_superposition_matches_cpu(name):
     big, small = KERNELS[name]
     for sizes, kw in ((big, dict(tile=(8, 8), block=(4, 4, 2), emu_order="reverse")),
                       (small, {})):
-        opts = Options(sizes=sizes, target="emulator", mapping="superposition", **kw)
+        opts = Options(sizes=sizes, target="emulator", mapping="superposition", **kw,
+                       **EVERY_PLAN)
         c = compile_source(_src(name), opts)
         r = run(c, opts)
         assert r.ok, f"{name}: {r.message}"
@@ -282,10 +279,10 @@ def test_single_mapping_matches_cpu(name):
     assert r.ok, f"{name}: {r.message}"
 
 
-def test_superposition_cuda_compiles_with_nvrtc(every_plan):
+def test_superposition_cuda_compiles_with_nvrtc():
     from polymagic.codegen.nvrtc import compile_cuda
     for src in [_src(n) for n in ("jacobi-2d-alt", "gemm", "atax", "fdtd-2d")] + [DOITGEN3]:
-        c = compile_source(src, Options(mapping="superposition"))
+        c = compile_source(src, Options(mapping="superposition", **EVERY_PLAN))
         assert c.schedule.use_superposition
         assert b".entry" in compile_cuda(c.cuda, "sm_90")
 
@@ -295,7 +292,7 @@ def test_superposition_cuda_compiles_with_nvrtc(every_plan):
 def test_mapping_option():
     assert parse_options("--mapping single").mapping == "single"
     assert Options().mapping == "superposition"
-    assert Options(mapping="single").key() != Options().key()
+    assert Options(mapping="single").compile != Options().compile
     from polymagic.errors import OptionsError
     with pytest.raises(OptionsError):
         parse_options("--mapping both")

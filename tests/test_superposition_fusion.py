@@ -19,7 +19,7 @@ from polymagic import kir
 from polymagic.deps import compute_dependences
 from polymagic.frontend import parse
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 from polymagic.schedule.superposition import (Kernel, ThreadGroup, check_legality,
                                               plan_superposition)

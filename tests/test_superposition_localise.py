@@ -25,10 +25,9 @@ import pathlib
 
 import pytest
 
-from polymagic import pipeline, schedule
 from polymagic.errors import InputError
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
@@ -53,7 +52,7 @@ void kernel_doitgen_tap(int nr, int nq, int np, double A[nr][nq][np], double C4[
 """
 
 # a recurrence along s: the superposition maps the same loop (p) to thread x as the
-# single schedule, so it is used only when forced (REQUIRE_GAIN = False)
+# single schedule, so it is used only when forced (require_gain=False)
 SCAN = """
 void kernel_scan(int nr, int ns, int np, double X[nr][ns][np], double Y[nr][ns][np])
 {
@@ -65,9 +64,7 @@ void kernel_scan(int nr, int ns, int np, double X[nr][ns][np], double Y[nr][ns][
 """
 
 
-@pytest.fixture(autouse=True)
-def fresh_cache(monkeypatch):
-    monkeypatch.setattr(pipeline, "_CACHE", {})
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 def _run(src: str, sizes: dict, **kw):
@@ -144,29 +141,27 @@ def test_no_localise_turns_the_default_off():
 
 
 @pytest.mark.parametrize("sizes", [{"nr": 5, "ns": 20, "np": 37}, {"nr": 8, "ns": 9, "np": 64}])
-def test_forced_superposition_scan_localise(monkeypatch, sizes):
+def test_forced_superposition_scan_localise(sizes):
     """A recurrence along a per-thread loop (forced superposition): Y[r][s][p] is
     written at step s before it is read (seed 001 §4.3: not moved in) and read from L
     at s + 1, so each column loads only its first Y and X: loads fall from
     2·nr·(ns − 1)·np to nr·(ns − 1)·np + nr·np, by default (the model sees it) and
     with ``--localise s``; the stores stay."""
-    monkeypatch.setattr(schedule, "REQUIRE_GAIN", False)
     nr, ns, n = sizes["nr"], sizes["ns"], sizes["np"]
-    off, r_off, _ = _run(SCAN, sizes, shared="none", localise_auto=False)
+    off, r_off, _ = _run(SCAN, sizes, shared="none", localise_auto=False, require_gain=False)
     assert r_off.counters["loads"] == 2 * nr * (ns - 1) * n
     for kw in (dict(localise=("s", 1)), {}):
-        c, r, opts = _run(SCAN, sizes, shared="none", **kw)
+        c, r, opts = _run(SCAN, sizes, shared="none", require_gain=False, **kw)
         assert _local(c) == {"kernel0": ["lc0_Y"]}, kw
         assert r.counters["loads"] == nr * (ns - 1) * n + nr * n
         assert r.counters["stores"] == r_off.counters["stores"]
         assert run(c, opts.with_(emu_order="reverse")).ok
 
 
-def test_forced_superposition_gemm_localise_k_has_no_reuse(monkeypatch):
+def test_forced_superposition_gemm_localise_k_has_no_reuse():
     """gemm's k under the superposition (``--shared none``): C is in a register, A and
     B are not reused from one k to the next: notes say so, nothing is localised."""
-    monkeypatch.setattr(schedule, "REQUIRE_GAIN", False)
-    c, _r, _ = _run(GEMM, {"N": 37}, shared="none", localise=("k", 1))
+    c, _r, _ = _run(GEMM, {"N": 37}, shared="none", localise=("k", 1), require_gain=False)
     assert not _local(c)
     assert any("kernel0: A: not localised (no reuse" in n for n in c.notes)
     assert any("kernel0: C: not localised" in n for n in c.notes)
@@ -286,14 +281,14 @@ def test_localised_superposition_cuda_compiles_with_nvrtc():
         assert b".entry" in compile_cuda(c.cuda, "sm_90"), kw
 
 
-def test_forced_superposition_gemm_without_registers_localises_c_along_k(monkeypatch):
+def test_forced_superposition_gemm_without_registers_localises_c_along_k():
     """``--no-registers --shared none``: the default localises C[i][j] along k in each
     thread instead (moved in once, out once per thread point): the loads and stores of
     the register, N³ - N² fewer than unlocalised."""
-    monkeypatch.setattr(schedule, "REQUIRE_GAIN", False)
     n = 37
-    loc, r_loc, _ = _run(GEMM, {"N": n}, shared="none", registers=False)
-    off, r_off, _ = _run(GEMM, {"N": n}, shared="none", registers=False, localise_auto=False)
+    forced = dict(shared="none", registers=False, require_gain=False)
+    loc, r_loc, _ = _run(GEMM, {"N": n}, **forced)
+    off, r_off, _ = _run(GEMM, {"N": n}, localise_auto=False, **forced)
     assert _local(loc) == {"kernel0": ["lc0_C"]} and not _local(off)
     assert r_off.counters["loads"] - r_loc.counters["loads"] == n ** 3 - n ** 2
     assert r_off.counters["stores"] - r_loc.counters["stores"] == n ** 3 - n ** 2

@@ -14,10 +14,9 @@ import pytest
 
 from polymagic.codegen.nvrtc import compile_cuda
 from polymagic.memory.counts import predict_for
-from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
-from test_superposition_shared import _src, every_plan  # noqa: F401 (autouse fixture)
+from test_superposition_shared import Options, _src   # superposition forced
 
 
 def _run(name: str, sizes: dict, **kw):

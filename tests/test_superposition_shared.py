@@ -10,10 +10,9 @@ import pathlib
 
 import pytest
 
-from polymagic import pipeline, schedule
 from polymagic.memory.counts import predict_for
-from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic import options as _options
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 from test_superposition import DOITGEN3, KERNELS
 
@@ -24,11 +23,10 @@ def _src(name: str) -> str:
     return DOITGEN3 if name == "doitgen3" else (EXAMPLES / f"{name}.c").read_text()
 
 
-@pytest.fixture(autouse=True)
-def every_plan(monkeypatch):
-    """Use the superposed tree wherever it is legal, even without a coalescing gain."""
-    monkeypatch.setattr(schedule, "REQUIRE_GAIN", False)
-    monkeypatch.setattr(pipeline, "_CACHE", {})
+def Options(**kw) -> _options.Options:
+    """The options of every compile here: the superposed tree wherever it is legal,
+    even without a coalescing gain (the policy ``require_gain=False``)."""
+    return _options.Options(**{"require_gain": False, **kw})
 
 
 def _buffers(c) -> dict[str, tuple[str, tuple[int, ...]]]:

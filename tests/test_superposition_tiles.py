@@ -16,11 +16,10 @@ import pathlib
 import islpy as isl
 import pytest
 
-from polymagic import pipeline, schedule
 from polymagic.mapping import map_schedule
 from polymagic.memory.tile_search import search_tile_sizes
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 from test_superposition import DOITGEN3
 from cpu_clock import SEARCH_WORKERS, cpu_seconds
@@ -33,13 +32,11 @@ def _src(name: str) -> str:
     return DOITGEN3 if name == "doitgen3" else (EXAMPLES / f"{name}.c").read_text()
 
 
-@pytest.fixture(autouse=True)
-def fresh_cache(monkeypatch):
-    monkeypatch.setattr(pipeline, "_CACHE", {})
+pytestmark = pytest.mark.usefixtures("fresh_cache")
 
 
 #: program -> (sizes of the emulator runs, superposition forced): jacobi-2d-alt and
-#: gemver get it by default (a coalescing gain), doitgen only with REQUIRE_GAIN off
+#: gemver get it by default (a coalescing gain), doitgen only with require_gain off
 RUNS = {
     "jacobi-2d-alt": ([{"tsteps": 3, "n": 37}, {"tsteps": 2, "n": 70}], False),
     "gemver": ([{"n": 45}, {"n": 100}], False),
@@ -48,9 +45,9 @@ RUNS = {
 }
 
 
-def _force(monkeypatch, forced: bool) -> None:
-    if forced:
-        monkeypatch.setattr(schedule, "REQUIRE_GAIN", False)
+def _force(forced: bool) -> dict:
+    """The policy options that force the superposition (no coalescing gain needed)."""
+    return {"require_gain": False} if forced else {}
 
 
 def _tile_note(c) -> str:
@@ -59,12 +56,12 @@ def _tile_note(c) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
-def test_tile_auto_keeps_the_superposition_and_runs(name, monkeypatch):
+def test_tile_auto_keeps_the_superposition_and_runs(name):
     sizes_list, forced = RUNS[name]
-    _force(monkeypatch, forced)
     for sizes in sizes_list:
         for m_up in (48 * KB, 2 * KB):
-            opts = Options(sizes=sizes, target="emulator", tile_auto=True, shared_mem=m_up)
+            opts = Options(sizes=sizes, target="emulator", tile_auto=True, shared_mem=m_up,
+                           **_force(forced))
             c = compile_source(_src(name), opts)
             assert c.schedule.use_superposition, c.notes
             assert "superposition:" in c.summary
@@ -99,14 +96,13 @@ SEARCHES = {
 
 
 @pytest.mark.parametrize("name", sorted(SEARCHES))
-def test_model_equals_the_planner_and_respects_the_constraints(name, monkeypatch):
+def test_model_equals_the_planner_and_respects_the_constraints(name):
     sizes, forced, tiles = SEARCHES[name]
-    _force(monkeypatch, forced)
-    c = compile_source(_src(name), Options(sizes=sizes))
+    c = compile_source(_src(name), Options(sizes=sizes, **_force(forced)))
     assert c.schedule.use_superposition
     for m_up in (48 * KB, 8 * KB):
         t0 = cpu_seconds()                  # CPU time: load does not trip the cap
-        res = search_tile_sizes(_src(name), Options(shared_mem=m_up), sizes)
+        res = search_tile_sizes(_src(name), Options(shared_mem=m_up, **_force(forced)), sizes)
         seconds = (cpu_seconds() - t0) / SEARCH_WORKERS
         assert res.searched, res.reason
         assert seconds < 5.0, seconds
@@ -147,12 +143,11 @@ def test_jacobi_2d_alt_sizes_follow_m_up_and_the_smallest_grid():
     assert res.model.violations((12,))[0].startswith("pm_kernel0: t0=12 splits unevenly")
 
 
-def test_tile_auto_cuda_compiles_with_nvrtc(monkeypatch):
+def test_tile_auto_cuda_compiles_with_nvrtc():
     from polymagic.codegen.nvrtc import compile_cuda
-    monkeypatch.setattr(schedule, "REQUIRE_GAIN", False)
     for name, sizes in (("jacobi-2d-alt", {"tsteps": 10, "n": 1024}), ("gemver", {"n": 1024}),
                         ("doitgen3", {"nr": 64, "nq": 64, "np": 64})):
-        c = compile_source(_src(name), Options(sizes=sizes, tile_auto=True))
+        c = compile_source(_src(name), Options(sizes=sizes, tile_auto=True, require_gain=False))
         assert c.schedule.use_superposition
         assert b".entry" in compile_cuda(c.cuda, "sm_90"), name
 
@@ -169,13 +164,13 @@ PER_THREAD = {
 
 
 @pytest.mark.parametrize("name", sorted(PER_THREAD))
-def test_per_thread_tiles_keep_the_superposition(name, monkeypatch):
+def test_per_thread_tiles_keep_the_superposition(name):
     """Each thread computes t points of the block tile along the thread axis running
     the block loop, strided by the block size: T/t threads there instead of T (one
     point per thread), and the results match the CPU (shuffled and reversed orders)."""
     sizes, levels, forced = PER_THREAD[name]
-    _force(monkeypatch, forced)
-    opts = Options(sizes=sizes, target="emulator", tile=levels[0], tile_levels=levels)
+    opts = Options(sizes=sizes, target="emulator", tile=levels[0], tile_levels=levels,
+                   **_force(forced))
     c = compile_source(_src(name), opts)
     assert c.schedule.use_superposition
     assert not any("points per thread" in n for n in c.notes)
@@ -195,15 +190,14 @@ def test_per_thread_tiles_keep_the_superposition(name, monkeypatch):
         assert r.ok, f"{name}: {r.message}"
 
 
-def test_per_thread_tiles_threads_and_nvrtc(monkeypatch):
+def test_per_thread_tiles_threads_and_nvrtc():
     """gemm with its superposition forced, 64x64 block tiles of 4x4 points per thread:
     16x16 threads, each j point 16 columns from the previous one (consecutive threads,
     consecutive columns), and the CUDA compiles."""
     from polymagic.codegen.nvrtc import compile_cuda
-    monkeypatch.setattr(schedule, "REQUIRE_GAIN", False)
     levels = ((64, 64, 16), (4, 4))
     c = compile_source(_src("gemm"), Options(sizes={"N": 256}, tile=levels[0],
-                                             tile_levels=levels))
+                                             tile_levels=levels, require_gain=False))
     (plan,) = c.mapping.plans.values()
     assert plan.block == (16, 16, 1) and plan.per_thread == (4, 4)
     assert "i→block.y (tile 64), j→block.x (tile 64)" in c.summary

@@ -16,7 +16,7 @@ import pytest
 from polymagic.mapping import map_schedule
 from polymagic.memory.tile_search import H100, search_tile_sizes
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 from cpu_clock import SEARCH_WORKERS, cpu_seconds
 

@@ -21,7 +21,7 @@ from polymagic.expr import Int
 from polymagic.mapping import map_schedule
 from polymagic.memory.counts import predict_for
 from polymagic.options import Options, parse_options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from polymagic.options import parse_options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
 from cpu_clock import cpu_seconds
 

@@ -24,7 +24,7 @@ import pytest
 
 from polymagic.errors import InputError
 from polymagic.options import parse_options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.api.function import make_callable
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -186,7 +186,7 @@ def test_time_tiling_options():
     assert parse_options("--time-tiling 4,16").time_tiling == (4, 16)
     assert parse_options("--time-tiling 4 --no-time-tiling").time_tiling == ()
     assert parse_options("").time_tiling == ()
-    assert parse_options("--time-tiling 4").key() != parse_options("").key()
+    assert parse_options("--time-tiling 4").compile != parse_options("").compile
     from polymagic.errors import OptionsError
     for bad in ("--time-tiling 0", "--time-tiling x"):
         with pytest.raises(OptionsError):
@@ -344,7 +344,8 @@ def test_time_tiled_launch_set_is_the_wavefront_of_the_block():
         options = parse_options(["--time-tiling", tiles, "--shared", "none"])
         scop = parse((EXAMPLES / name).read_text())
         deps = compute_dependences(scop)
-        mapping = map_schedule(scop, compute_schedule(scop, deps, options), options)
+        mapping = map_schedule(scop, compute_schedule(scop, deps, options.compile.schedule),
+                               options.compile)
         (mark, plan), = mapping.plans.items()
         assert plan.launch_domain is not None
         node = kernel_marks(mapping.schedule)[mark]

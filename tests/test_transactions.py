@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from polymagic.options import Options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.report.fmt import transactions
 from polymagic.runtime.run import run
 
@@ -257,7 +257,7 @@ def test_layout_of_numpy_views_steers_the_dl_model():
     passed as transposed views, the contiguous index is i, so the layout-specialised
     compilation puts i on thread x and the copy coalesces again (4 sectors per
     request), where the compilation for the declared layout gives 32."""
-    from polymagic.pipeline import array_layout, specialise_layout
+    from polymagic.compiler import array_layout, specialise_layout
     rng = np.random.default_rng(1)
     x = rng.random((64, 64)).astype(np.float32)
     views = {"A": x.T, "B": np.zeros((64, 64), np.float32).T}

@@ -207,7 +207,7 @@ def test_stencil_references_of_a_subgrid():
 # ---- whole runs on packed buffers (emulator) ---------------------------------------
 
 from polymagic.options import Options  # noqa: E402
-from polymagic.pipeline import compile_source  # noqa: E402
+from polymagic.compiler import compile_source  # noqa: E402
 from polymagic.runtime.run import run  # noqa: E402
 
 

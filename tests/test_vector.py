@@ -25,7 +25,7 @@ from polymagic.expr import Call, Int
 from polymagic.mapping import map_schedule
 from polymagic.memory.counts import predict_for
 from polymagic.options import Options, parse_options
-from polymagic.pipeline import compile_source
+from polymagic.compiler import compile_source
 from polymagic.runtime import emulator as E
 from polymagic.runtime.run import run
 
@@ -245,7 +245,7 @@ def test_no_vector_option():
     assert parse_options("--vector").vector is True
     assert parse_options("").vector is True           # the default
     assert Options().vector is True
-    assert Options().key() != Options(vector=False).key()
+    assert Options().compile != Options(vector=False).compile
 
 
 @pytest.mark.parametrize("n", [100, 64, 37])

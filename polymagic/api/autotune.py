@@ -300,7 +300,7 @@ def autotune(source: str, options: Options, language: str = "c",
     module docstring).  ``namespace``: where the run's arrays and sizes come from
     (only read; runs use copies).  ``progress(i, n, candidate)`` is called after
     each candidate (``i`` of ``n`` done)."""
-    from ..pipeline import compile_source
+    from ..compiler import compile_source
     from ..runtime.run import choose_target
     t0 = time.perf_counter()
     base = options.with_(explore=False, autotune=False, quiet=True, json=False)
@@ -423,7 +423,7 @@ def _model_cost(model, tile: tuple[int, ...], block: tuple[int, ...], m_up: int
 def _evaluate(c: AutotuneCandidate, source: str, language: str, base: Options, mode: str,
               model, sizes: dict, tune: dict, scalars: dict, ns: Mapping, reps: int,
               m: int) -> None:
-    from ..pipeline import compile_source
+    from ..compiler import compile_source
     from ..report.jsonout import shared_bytes
     from ..runtime.run import execute, gather_inputs, run_device
     if math.prod(c.block) > 1024:

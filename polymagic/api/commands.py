@@ -13,7 +13,7 @@ from typing import Mapping
 
 from ..errors import OptionsError
 from ..options import Options
-from ..pipeline import Compiled, compile_source, specialise_layout
+from ..compiler import Compiled, compile_source, specialise_layout
 from ..runtime.run import RunReport, run
 from .autotune import AutotuneResult, Progress, autotune
 
@@ -57,7 +57,7 @@ def run_compiled(compiled: Compiled, options: Options, namespace: Mapping | None
                  ) -> tuple[Compiled, Options, RunReport]:
     """Run ``compiled`` on the arrays and values of ``namespace`` (results written
     back when the check passes): first specialised to the arrays' real layout
-    (seed 002 §2.3, :func:`polymagic.pipeline.specialise_layout`), which may
+    (seed 002 §2.3, :func:`polymagic.compiler.specialise_layout`), which may
     recompile.  Returns the compilation and options that ran, and the report."""
     compiled, options = specialise_layout(compiled, options, namespace or {})
     return compiled, options, run(compiled, options, namespace=namespace)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Mapping
 
 from ..options import Options
-from ..pipeline import Compiled
+from ..compiler import Compiled
 from ..runtime.run import RunReport
 from .autotune import autotune
 

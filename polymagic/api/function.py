@@ -4,7 +4,7 @@
 arguments: the runtime (:mod:`polymagic.runtime.run`) prepares the inputs and
 runs; when the arrays' layout differs from the declared one, the compiler first
 specialises the compilation to it (seed 002 §2.3: layouts are discovered at call
-time; :func:`polymagic.pipeline.specialise_layout`).
+time; :func:`polymagic.compiler.specialise_layout`).
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from ..errors import InputError
 from ..options import Options
-from ..pipeline import Compiled, specialise_layout
+from ..compiler import Compiled, specialise_layout
 from ..runtime.run import RunReport, execute, gather_inputs
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ class PolyFunction:
     reference (results are then written only if the check passes).  Nothing is
     recompiled, except for arrays whose layout (a transposed or strided view)
     changes which loop the superposition's coalescing model puts on thread x
-    (:func:`polymagic.pipeline.specialise_layout`, cached per layout); device
+    (:func:`polymagic.compiler.specialise_layout`, cached per layout); device
     modules are built once and reused.  Returns the :class:`RunReport`.
     """
 

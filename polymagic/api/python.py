@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import PolymagicError, UnsupportedError
 from ..frontend.python import array_of_extent, infer_type, keyed_source
 from ..options import Options, parse_options
-from ..pipeline import Compiled, compile_source, specialise_layout
+from ..compiler import Compiled, compile_source, specialise_layout
 from ..runtime.run import RunReport, execute, gather_inputs
 
 

@@ -1,3 +1,12 @@
-"""The compiler driver and what it runs above the stages: the lowering ladder
-(:mod:`.lowering`: tile search, mapping and lowering within isl's budgets, with
-their fallbacks) and the driver that calls the stages in order."""
+"""The compiler: source -> Scop -> Dependences -> Schedule -> lowering (the ladder of
+:mod:`.lowering`: tile search, mapping, memory plan and Kernel IR within isl's
+budgets, with their fallbacks) -> printers, driven from one place
+(:func:`~polymagic.compiler.driver.compile_source`).
+
+Stages never import this package: it imports them, in the order they run.
+"""
+from .driver import (Compiled, StageLog, array_layout, clear_caches, compile_source,
+                     specialise_layout)
+
+__all__ = ["compile_source", "Compiled", "StageLog", "clear_caches", "specialise_layout",
+           "array_layout"]

@@ -1198,6 +1198,7 @@ def search_tile_sizes(source: str, options: Options, sizes: dict[str, int] | Non
     """
     from ..deps import compute_dependences
     from ..frontend import parse
+    from ..options import DependenceOptions, ScheduleOptions
     from ..schedule import compute_schedule
     sizes = dict(options.sizes if sizes is None else sizes)
     if kw.get("model") is not None:
@@ -1205,7 +1206,8 @@ def search_tile_sizes(source: str, options: Options, sizes: dict[str, int] | Non
     scop = parse(source, language)
     # the options' mapping: where the superposition (seed 003) maps the program, its
     # block tiles TL_k are searched
-    sched = compute_schedule(scop, compute_dependences(scop), options)
+    sched = compute_schedule(scop, compute_dependences(scop, DependenceOptions.of(options)),
+                             ScheduleOptions.of(options))
     return search_schedule(scop, sched, options, sizes, gpu, **kw)
 
 

@@ -1,6 +1,6 @@
 """What the pictures and the exploration widgets show, computed (no IPython, no widgets).
 
-The pipeline's :class:`~polymagic.pipeline.Compiled` keeps the mapping stage's result
+The pipeline's :class:`~polymagic.compiler.Compiled` keeps the mapping stage's result
 (``Compiled.mapping``: what the code was generated from); :func:`mapping_of` reads
 it (re-running the mapping only for options other than the compile's, cached by
 source + options) and keeps, per kernel, what the pictures need:
@@ -20,7 +20,6 @@ parameter capped, 64 by default), point by point with isl.
 """
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -29,6 +28,8 @@ import islpy as isl
 import numpy as np
 
 from .. import kir
+from ..compiler import Compiled
+from ..mapping import MappingResult
 from .islnp import eval_pw_multi_aff, set_points
 from ..options import Options
 
@@ -71,7 +72,7 @@ class MappingInfo:
     tile: tuple[int, ...] | None               # the tile vector used (after --tile auto)
     seconds: float = 0.0
     schedule: isl.Schedule | None = None       # the mapped tree: tiles, id filters, copies
-    source: object = None                      # the mapping.MappingResult read
+    source: MappingResult | None = None        # the mapping stage's result read
 
     def kernel(self, name: str | None = None) -> KernelInfo:
         """A kernel by name ('kernel0' or 'pm_kernel0'); default: the first tiled one."""
@@ -95,27 +96,26 @@ _MAPPINGS: dict[tuple, MappingInfo] = {}
 MAPPING_RUNS = {"fresh": 0}
 
 
-def effective_options(compiled, options: Options) -> Options:
+def effective_options(compiled: Compiled, options: Options) -> Options:
     """``options`` with ``--tile auto`` replaced by the tile vector the search chose
-    (read off the compile's notes, where the mapping reports it)."""
+    (``Compiled.chosen_tile``)."""
     if not options.tile_auto:
         return options
-    for note in getattr(compiled, "notes", []) or []:
-        m = re.search(r"--tile (\d+(?:,\d+)*)", note)
-        if m and note.startswith("tile search"):
-            tile = tuple(int(v) for v in m.group(1).split(","))
-            return options.with_(tile=tile, tile_levels=(tile,), tile_auto=False)
-    return options.with_(tile_auto=False)
+    tile = compiled.chosen_tile
+    if tile is None:
+        return options.with_(tile_auto=False)
+    return options.with_(tile=tile, tile_levels=(tile,), tile_auto=False)
 
 
-def mapping_of(compiled, options: Options) -> MappingInfo:
+def mapping_of(compiled: Compiled, options: Options) -> MappingInfo:
     """The mapping stage's plans and filters for ``compiled`` (cached)."""
     from ..mapping import map_schedule
     kept = compiled.mapping
-    if kept is not None and compiled.options_key != options.key():
+    if kept is not None and compiled.options.size_independent() != \
+            options.compile.size_independent():
         kept = None                      # another configuration than the compile's
     options = effective_options(compiled, options)
-    key = (compiled.scop.source, compiled.scop.language, options.key(),
+    key = (compiled.scop.source, compiled.scop.language, options.compile.size_independent(),
            id(kept) if kept is not None else None)
     hit = _MAPPINGS.get(key)
     if hit is not None and (kept is None or hit.source is kept):
@@ -585,7 +585,7 @@ def run_variants(source: str, options: Options, variants: Mapping[str, Mapping],
     """Compile and run one configuration per variant (``{'none': {'shared': 'none'}}``:
     label -> Options fields); returns label -> RunReport.  Arrays in ``namespace``
     are inputs only: every variant runs on copies."""
-    from ..pipeline import compile_source
+    from ..compiler import compile_source
     from ..runtime.run import run
     ns = {k: (v.copy() if isinstance(v, np.ndarray) else v)
           for k, v in (namespace or {}).items()}

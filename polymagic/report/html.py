@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
-from ..pipeline import Compiled
+from ..compiler import Compiled
 from ..runtime.run import RunReport
 from . import fmt
 from .text import to_text

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from .. import kir
-from ..pipeline import Compiled
+from ..compiler import Compiled
 from ..runtime.run import RunReport
 from . import fmt
 

@@ -47,7 +47,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure as _MplFigure
 from matplotlib.patches import Patch, Rectangle
 
-from ..pipeline import Compiled
+from ..compiler import Compiled
 from ..runtime.run import RunReport
 from ..scop import Scop
 from . import explore as E

@@ -13,7 +13,7 @@ followed by the ``--show`` views, each under a ``==== title ====`` rule.
 """
 from __future__ import annotations
 
-from ..pipeline import Compiled
+from ..compiler import Compiled
 from ..runtime.run import RunReport
 from . import fmt
 from .views import views

@@ -1,5 +1,5 @@
 """The extra views that ``--show`` asks for (cuda, deps, schedule, kir, host,
-emulator, scop), as plain text with a language tag for syntax highlighting.
+emulator, scop, stages), as plain text with a language tag for syntax highlighting.
 
 Each view is computed lazily from a ``Compiled`` bundle; a view that fails (a stage
 that lacks a printer yet) becomes a one-line note instead of breaking the report.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..pipeline import Compiled
+from ..compiler import Compiled
 
 
 @dataclass
@@ -67,6 +67,11 @@ def _scop(compiled) -> str:
     return "\n".join(lines)
 
 
+def _stages(compiled: Compiled) -> str:
+    """Each compiler stage's time and result, in the order they ran."""
+    return "\n".join(s.line() for s in compiled.stages)
+
+
 _VIEWS: dict[str, tuple[str, str, Callable]] = {
     "cuda": ("Generated CUDA", "cuda", _cuda),
     "deps": ("Dependences", "text", _deps),
@@ -75,6 +80,7 @@ _VIEWS: dict[str, tuple[str, str, Callable]] = {
     "host": ("Host driver (Python)", "python", _host),
     "emulator": ("Emulator C", "c", _emulator),
     "scop": ("Polyhedral model (SCoP)", "text", _scop),
+    "stages": ("Compiler stages", "text", _stages),
 }
 
 

@@ -18,7 +18,7 @@ tabs
 
 Changing a control regenerates code, plan and the visible picture after a short
 quiet period (``debounce_s``, 0.3 s: dragging a slider regenerates once).  The
-compile is cached by source + options (:func:`polymagic.pipeline.compile_source`),
+compile is cached by source + options (:func:`polymagic.compiler.compile_source`),
 and a configuration not seen before re-runs only the mapping and the code
 generation: the Scop, dependences and schedule come from the pipeline's stage
 cache, and the views read the mapping the compile kept (``Compiled.mapping``)
@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from dataclasses import fields
 import time
 from html import escape
 from typing import Any, Callable, Mapping
@@ -43,7 +42,7 @@ import ipywidgets as W
 import numpy as np
 
 from ..errors import PolymagicError
-from ..options import Options
+from ..options import Options, option_names
 from . import explore as E
 
 TABS = ("CUDA", "Mapping", "Memory plan", "Pictures", "Timings")
@@ -66,7 +65,7 @@ STAGE_TOGGLES = {
 
 def _option_field(names: tuple[str, ...]) -> str | None:
     """The first of ``names`` that Options has (None: the stage has not landed)."""
-    have = {f.name for f in fields(Options)}
+    have = option_names()
     return next((n for n in names if n in have), None)
 TARGETS = ("emulator", "openmp", "gpu", "auto")
 
@@ -170,7 +169,7 @@ class Explorer:
     def __init__(self, source: str, options: Options | None = None, language: str = "c",
                  namespace: Mapping | None = None, report=None, compiled=None,
                  debounce_s: float = 0.3, autotuner: Autotuner | None = None):
-        from ..pipeline import compile_source
+        from ..compiler import compile_source
         self.source = source
         self.language = language
         self.autotuner = autotuner
@@ -402,13 +401,13 @@ class Explorer:
     def regenerate(self) -> dict:
         """Compile (cached) and refresh the views for the current controls; returns
         this regeneration's timing entry."""
-        from ..pipeline import _CACHE, compile_source
+        from ..compiler import compile_source
+        from ..compiler.driver import is_cached
         from .html import highlight_fast
         with self._busy:
             t0 = time.perf_counter()
             o = self.options()
-            key = (self.source, self.language, o.key())
-            cached = key in _CACHE
+            cached = is_cached(self.source, o, self.language)
             try:
                 compiled = compile_source(self.source, o, language=self.language)
             except PolymagicError as e:
@@ -486,7 +485,7 @@ class Explorer:
                                        "around these sizes (seconds to a minute)")
             self._stale_picture = False
             return
-        key = (o.key(), tuple(sorted(o.sizes.items())), kind, stmt,
+        key = (o.compile, kind, stmt,
                id(self.search) if kind == "tile search" else
                id(self.autotuned) if kind == "autotune" else None)
         png = self._pictures.get(key)
@@ -599,7 +598,7 @@ class Explorer:
 
     def run(self):
         """Run the current configuration (on copies of the inputs) and show its times."""
-        from ..pipeline import compile_source
+        from ..compiler import compile_source
         from ..runtime.run import run
         o = self.options()
         self.status.value = '<span style="color:#57606a">running…</span>'
@@ -635,7 +634,7 @@ class Explorer:
     def compare_shared(self) -> dict:
         """Emulator runs with ``--shared none``, ``auto`` and ``all``: global-memory
         loads and stores per variant (progress bar while running)."""
-        from ..pipeline import compile_source
+        from ..compiler import compile_source
         from ..runtime.run import run
         from . import plots as P
         o = self.options().with_(target="emulator")

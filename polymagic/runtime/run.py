@@ -93,7 +93,7 @@ class RunReport:
 @dataclass
 class Inputs:
     """Everything one run needs, plus where it came from."""
-    args: dict[str, object]                  # every C parameter: arrays, ints, floats
+    args: dict[str, np.ndarray | int | float]  # every C parameter: arrays, ints, floats
     user_arrays: dict[str, np.ndarray]       # caller's arrays (results go back here)
     origin: dict[str, str]                   # name -> 'namespace' | 'inputs' | 'random' | ...
     notes: list[str] = field(default_factory=list)

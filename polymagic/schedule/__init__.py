@@ -9,7 +9,6 @@ baseline that superposition improves on).
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -17,15 +16,17 @@ import islpy as isl
 from ..deps import Dependences
 from ..errors import PolymagicError
 from ..isl_util import OperationBudget, TimedOut, in_child
+from ..options import ScheduleOptions
 from ..scop import Scop
-from .isl_config import MAX_OPERATIONS, configure
+from .superposition import SuperPlan
+from .isl_config import configure
 
 
 @dataclass
 class ScheduleResult:
     schedule: isl.Schedule
     #: seed 003 superposition plan (block- and thread-level schedules), when asked for
-    superposition: object | None = None
+    superposition: SuperPlan | None = None
     #: the plan is legal and is what the mapping emits (else the single mapping is used)
     use_superposition: bool = False
     notes: list[str] = field(default_factory=list)
@@ -40,13 +41,16 @@ class ScheduleResult:
         return text
 
 
-def compute_schedule(scop: Scop, deps: Dependences, options=None) -> ScheduleResult:
+def compute_schedule(scop: Scop, deps: Dependences, options: ScheduleOptions | None = None
+                     ) -> ScheduleResult:
     """isl's schedule, and with ``options.mapping == 'superposition'`` the seed 003
-    plan (used by the mapping when legal, see :func:`superposition_choice`)."""
+    plan (used by the mapping when legal, see :func:`superposition_choice`).
+    Without options: isl's schedule alone (no time tiling, no superposition)."""
+    options = options if options is not None else ScheduleOptions(mapping="single")
     notes: list[str] = []
-    result = ScheduleResult(_isl_schedule(scop, deps, notes))
+    result = ScheduleResult(_isl_schedule(scop, deps, notes, options))
     result.notes.extend(notes)
-    if options is not None and getattr(options, "time_tiling", ()):
+    if options.time_tiling:
         from ..timeblock import time_tiled_schedule
         tiled, why = time_tiled_schedule(scop, deps, options.time_tiling)
         if tiled is not None:
@@ -54,13 +58,13 @@ def compute_schedule(scop: Scop, deps: Dependences, options=None) -> ScheduleRes
             result.notes.append(why)
             return result
         result.notes.append(f"--time-tiling not applied: {why}; the host-loop mapping is used")
-    if options is not None and getattr(options, "mapping", "single") == "superposition":
+    if options.mapping == "superposition":
         superposition_choice(scop, deps, result, options)
     return result
 
 
-def _isl_schedule(scop: Scop, deps: Dependences, notes: list[str] | None = None
-                  ) -> isl.Schedule:
+def _isl_schedule(scop: Scop, deps: Dependences, notes: list[str] | None = None,
+                  options: ScheduleOptions = ScheduleOptions()) -> isl.Schedule:
     """isl's schedule of the Scop.  isl's scheduler has been seen to give up with
     "unable to carry dependences" on small programs whose dependences it can carry
     once the parameter context is left out (fuzz finding 9): it is asked again
@@ -71,15 +75,15 @@ def _isl_schedule(scop: Scop, deps: Dependences, notes: list[str] | None = None
     The scheduler's integer programs do not count against isl's operation budget
     and have run for minutes on a four-deep nest with skewed inner loops (fuzz
     finding 32), so each attempt runs in a child process killed after
-    :data:`SCHEDULE_SECONDS`; past it, Feautrier's scheduler (isl's other algorithm,
+    :attr:`ScheduleOptions.schedule_seconds`; past it, Feautrier's scheduler (isl's other algorithm,
     one dimension per dependence level: far fewer integer programs) is asked."""
     notes = notes if notes is not None else []
     failure = None
     for context in (scop.context, None):
         try:
-            return _bounded_schedule(scop, deps, context, "isl")
+            return _bounded_schedule(scop, deps, context, "isl", options)
         except TimedOut:
-            failure = f"took more than {SCHEDULE_SECONDS:g} s"
+            failure = f"took more than {options.schedule_seconds:g} s"
             break
         except isl.Error as e:
             if "number of operations exceeded" in str(e):
@@ -88,7 +92,7 @@ def _isl_schedule(scop: Scop, deps: Dependences, notes: list[str] | None = None
                     f"simplify the loop nest or split it into several cells ({e})") from None
             failure = str(e).split(" in isl_")[0]
     try:
-        sched = _bounded_schedule(scop, deps, None, "feautrier")
+        sched = _bounded_schedule(scop, deps, None, "feautrier", options)
         notes.append(f"isl's scheduler failed ({failure}): Feautrier's scheduler used")
         return sched
     except (TimedOut, isl.Error):
@@ -98,15 +102,11 @@ def _isl_schedule(scop: Scop, deps: Dependences, notes: list[str] | None = None
     return source_order(scop)
 
 
-#: wall-clock seconds one scheduler attempt may take (its ILPs ignore the op budget)
-SCHEDULE_SECONDS = 10.0
-
-
 def _bounded_schedule(scop: Scop, deps: Dependences, context: isl.Set | None,
-                      algorithm: str) -> isl.Schedule:
+                      algorithm: str, options: ScheduleOptions) -> isl.Schedule:
     """isl's ``compute_schedule`` with ``algorithm`` ('isl' or 'feautrier') under
-    :data:`MAX_OPERATIONS`, first in a child process killed after
-    :data:`SCHEDULE_SECONDS`, then (it finished) here: the schedule is computed
+    ``options.schedule_operations``, first in a child process killed after
+    ``options.schedule_seconds``, then (it finished) here: the schedule is computed
     twice (milliseconds for the examples), but the parent's is the very object
     isl gives, not one read back from text.  Raises :class:`TimedOut` or
     ``isl.Error``."""
@@ -125,12 +125,12 @@ def _bounded_schedule(scop: Scop, deps: Dependences, context: isl.Set | None,
         if algorithm == "feautrier":
             ctx.set_schedule_algorithm(isl.schedule_algorithm.FEAUTRIER)
         try:
-            with OperationBudget(ctx, MAX_OPERATIONS):
+            with OperationBudget(ctx, options.schedule_operations):
                 return sc.compute_schedule()
         finally:
             ctx.set_schedule_algorithm(isl.schedule_algorithm.ISL)
 
-    in_child(lambda: compute() is not None, SCHEDULE_SECONDS)
+    in_child(lambda: compute() is not None, options.schedule_seconds)
     return compute()
 
 
@@ -142,24 +142,11 @@ def source_order(scop: Scop) -> isl.Schedule:
     return isl.Schedule.from_domain(dom).insert_partial_schedule(mupa)
 
 
-#: isl operations the superposition planning may take before the single mapping is used
-SUPER_OPERATIONS = 20_000_000
-#: use the superposition only where it improves coalescing (the paper's gemm, 2mm...:
-#: both schedules coincide; both get shared-memory buffers, per-thread registers,
-#: ``__constant__`` arrays and per-thread tiles (``--tile T:t``), but only the single
-#: mapping unrolls and jams a thread's points inside the sub-tile loop (register
-#: tiling) and has larger default block tiles: gemm at N = 37 loads 6845 elements
-#: there against 10952 superposed);
-#: tests set it to False to run every kernel through the superposed tree
-#: (``POLYMAGIC_SUPERPOSITION=always`` in the environment does the same, for the fuzzer)
-REQUIRE_GAIN = os.environ.get("POLYMAGIC_SUPERPOSITION", "") != "always"
-
-
-def _strides(scop: Scop, options) -> dict[str, tuple[int, ...]] | None:
+def _strides(scop: Scop, options: ScheduleOptions) -> dict[str, tuple[int, ...]] | None:
     """The arrays' element strides for the DL model (seed 003 §5.2): the declared
     row-major ones, overridden by the real strides of NumPy views passed in
     (``options.layout``, seed 002 §2.3: layouts are discovered at call time)."""
-    layout = dict(getattr(options, "layout", ()) or ())
+    layout = dict(options.layout)
     if not layout:
         return None
     from .dl_model import array_strides
@@ -167,7 +154,7 @@ def _strides(scop: Scop, options) -> dict[str, tuple[int, ...]] | None:
 
 
 def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
-                         options) -> None:
+                         options: ScheduleOptions) -> None:
     """Plan the superposition (seed 003 §4-5) and decide whether the mapping uses it:
     only when the plan passes the isl legality check (Lemma 1) and every statement
     that isl's schedule runs in parallel also gets block parallelism from it (the
@@ -183,16 +170,16 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
         return
     ctx = scop.context.get_ctx()
     try:
-        with OperationBudget(ctx, SUPER_OPERATIONS):
+        with OperationBudget(ctx, options.super_operations):
             plan = plan_superposition(scop, deps.validity, _strides(scop, options),
-                                      reductions=getattr(options, "reductions", True))
+                                      reductions=options.reductions)
     except isl.Error:
-        result.notes.append(f"superposition: planning took more than {SUPER_OPERATIONS} isl "
-                            "operations: single mapping used")
+        result.notes.append(f"superposition: planning took more than "
+                            f"{options.super_operations} isl operations: single mapping used")
         return
     result.superposition = plan
     host = _host_step_loops(plan)
-    loop = options.localise[0] if getattr(options, "localise", None) is not None else None
+    loop = options.localise_loop
     if loop is not None and loop in host:
         result.notes.append(f"--localise {loop} names a host loop of the superposition: the "
                             "single mapping runs it inside one block (seed 001 time loop)")
@@ -211,7 +198,7 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
             "loops there: single mapping used")
         return
     gains = _coalescing_gains(plan, result.schedule)
-    if not gains and REQUIRE_GAIN:
+    if not gains and options.require_gain:
         result.notes.append(
             "superposition maps the same loops to threadIdx.x as the single schedule "
             "(no coalescing gain in the DL model): single mapping used (the same "

@@ -40,6 +40,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="failures to shrink (one per program and kind)")
     p.add_argument("--save-dir", type=Path, default=regressions.DIR,
                    help="where reproducers go (default tests/fuzz/regressions)")
+    p.add_argument("--force-superposition", action="store_true",
+                   help="take the superposition wherever it maps, even without a coalescing "
+                        "gain (the hidden compile option require_gain=False)")
     p.add_argument("--allow-known", action="store_true",
                    help="do not count failures of already-reported bugs (tests/fuzz/known.py)")
     return p.parse_args(argv)
@@ -85,6 +88,8 @@ def shrink_and_save(f: runner.Failure, args: argparse.Namespace, pool: runner.Po
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     log = lambda s: print(s, flush=True)
+    if args.force_superposition:
+        runner.POLICY["require_gain"] = False
     own_cache = not os.environ.get("POLYMAGIC_CACHE")
     if own_cache:      # thousands of builds: keep them out of ~/.cache, remove afterwards
         os.environ["POLYMAGIC_CACHE"] = tempfile.mkdtemp(prefix="polymagic-fuzz-")

@@ -23,7 +23,7 @@ class Dimension:
     name: str
     draw: Callable[[random.Random], object]
     args: Callable[[object], list[str]]
-    code: bool                    # changes the generated code (part of Options.key())
+    code: bool                    # changes the generated code (part of CompileOptions, the compile cache key)
     active: bool = True
 
 

@@ -1,0 +1,292 @@
+"""The compiler driver: every stage, in the order it runs, from one function.
+
+:func:`compile_source` reads top to bottom like Halide's ``lower_impl`` (src/Lower.cpp):
+one ordered list of stages, each a function from typed, frozen inputs to a typed
+result, each followed by a log of its result (:class:`StageLog`, ``--show stages``):
+
+    parse -> dependences -> schedule -> lowering (tile choice, mapping, memory plan,
+    Kernel IR, down the ladder of isl-budget fallbacks: :mod:`.lowering`) ->
+    CUDA printer -> host printer
+
+Results are cached by what each stage reads, in one dict (:func:`clear_caches`
+forgets them all): the Scop by (source, language); the dependences by the
+:class:`~polymagic.options.DependenceOptions` too; the schedule by the
+:class:`~polymagic.options.ScheduleOptions` too; the whole compile by the
+:class:`~polymagic.options.CompileOptions` (sizes left out where no stage reads
+them before the code is known, see :func:`_compile_key`).  A tile change in the
+explorer therefore re-runs only the lowering and the printers.  Later stages read
+cached objects and never modify them.
+"""
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping, TypeVar
+
+import islpy as isl
+
+from .. import kir
+from ..codegen.cuda import print_cuda
+from ..codegen.host import print_host_python
+from ..deps import Dependences, compute_dependences
+from ..errors import CompileError
+from ..frontend import parse
+from ..mapping import MappingResult
+from ..options import CompileOptions, Options
+from ..schedule import ScheduleResult, compute_schedule
+from ..scop import Scop
+from .lowering import Lowered, map_and_lower
+
+
+@dataclass(frozen=True)
+class StageLog:
+    """One stage of one compile: what it gave, in one line, and how long it took."""
+    name: str                    # parse, dependences, schedule, lowering, cuda, host
+    seconds: float               # run time, or cache lookup time when ``cached``
+    result: str                  # one line describing the stage's result
+    cached: bool = False         # served from the stage cache (it did not run)
+
+    def line(self) -> str:
+        how = "cached" if self.cached else f"{self.seconds * 1e3:.1f} ms"
+        return f"{self.name:<12} {how:>10}  {self.result}"
+
+
+@dataclass(frozen=True, eq=False)
+class Compiled:
+    """Everything one compile produced, stage by stage (the report and the runtime
+    read it; nothing modifies it: :func:`specialise_layout` returns a copy)."""
+    scop: Scop
+    deps: Dependences
+    schedule: ScheduleResult     # isl's schedule tree, the superposition plan, notes
+    program: kir.Program
+    cuda: str                    # CUDA source of all kernels
+    host_py: str                 # Python source of the host driver (see codegen.host)
+    compile_s: float             # driver time, parse -> printers
+    summary: str                 # one line: loops -> blocks/threads, grid/block sizes, kernels
+    #: the mapping stage's result (the mapped schedule tree and one plan per kernel)
+    #: the code was generated from, kept so that views (the explorer, pictures) read
+    #: it instead of mapping again
+    mapping: MappingResult
+    #: the options of the compile that produced this code (a cached compile is
+    #: shared by requests whose :func:`_compile_key` is equal: its sizes may differ)
+    options: CompileOptions
+    notes: tuple[str, ...] = ()
+    language: str = "c"
+    stages: tuple[StageLog, ...] = ()
+    #: the tile vector ``--tile auto`` chose (seed 000 §4.3); None when no search ran
+    chosen_tile: tuple[int, ...] | None = None
+
+
+#: stage results and compiles by the keys of the module docstring (tests empty it
+#: with :func:`clear_caches`)
+_CACHE: dict[tuple, object] = {}
+
+T = TypeVar("T")
+
+
+def clear_caches() -> None:
+    """Forget every compile and stage output."""
+    _CACHE.clear()
+
+
+def compile_source(source: str, options: CompileOptions | Options | None = None,
+                   language: str = "c") -> Compiled:
+    """Run every stage on one function's source (cached).  ``options``: the compile
+    options, or the user's :class:`~polymagic.options.Options` (its ``.compile``)."""
+    options = _compile_options(options)
+    hit = _cached_compile(source, language, options)
+    if hit is not None:
+        return hit
+    t0 = time.perf_counter()
+    log = _StageLogger()
+    scop = log.run("parse", "parsing", lambda: parse(source, language),
+                   _describe_scop, key=("parse", source, language))
+    deps = log.run("dependences", "dependence analysis",
+                   lambda: compute_dependences(scop, options.deps),
+                   _describe_deps, key=("deps", source, language, options.deps))
+    sched = log.run("schedule", "scheduling",
+                    lambda: compute_schedule(scop, deps, options.schedule), _describe_schedule,
+                    key=("schedule", source, language, options.deps, options.schedule))
+    # tile choice (seed 000 §4.3), mapping, memory plan and Kernel IR, down the
+    # ladder of isl-budget fallbacks (compiler/lowering.py)
+    lowered = log.run("lowering", "mapping", lambda: map_and_lower(scop, sched, options),
+                      _describe_lowered)
+    program = lowered.program
+    cuda = log.run("cuda", "code generation", lambda: print_cuda(program), _describe_text)
+    host_py = log.run("host", "code generation", lambda: print_host_python(program),
+                      _describe_text)
+    compiled = Compiled(scop=scop, deps=deps, schedule=sched, program=program, cuda=cuda,
+                        host_py=host_py, compile_s=time.perf_counter() - t0,
+                        summary=lowered.summary, mapping=lowered.mapping, options=options,
+                        notes=tuple(deps.notes) + lowered.notes, language=language,
+                        stages=log.stages(), chosen_tile=lowered.chosen_tile)
+    _remember(source, language, options, compiled)
+    return compiled
+
+
+class _StageLogger:
+    """Runs the stages of one compile in order (or takes them from the cache), and
+    logs each one's time and result (Halide's ``lower_impl``: a log after every pass)."""
+
+    def __init__(self) -> None:
+        self._logs: list[StageLog] = []
+
+    def run(self, name: str, what: str, stage: Callable[[], T], describe: Callable[[T], str],
+            key: tuple | None = None) -> T:
+        """``stage()``'s result (``_CACHE[key]`` when there), logged as ``name``;
+        ``what`` names the stage in an internal-error message."""
+        t0 = time.perf_counter()
+        result = _CACHE.get(key) if key is not None else None
+        cached = result is not None
+        if not cached:
+            with _isl_errors(what):
+                result = stage()
+            if key is not None:
+                _CACHE[key] = result
+        self._logs.append(StageLog(name, time.perf_counter() - t0, describe(result), cached))
+        return result
+
+    def stages(self) -> tuple[StageLog, ...]:
+        return tuple(self._logs)
+
+
+@contextmanager
+def _isl_errors(what: str):
+    """An isl failure inside a stage becomes a one-paragraph error naming the stage
+    (a polymagic or isl bug, but the user gets a message, not a traceback)."""
+    try:
+        yield
+    except isl.Error as e:
+        raise CompileError(f"internal error in {what}: isl failed ({e}); please report "
+                           "this function") from None
+
+
+def _compile_options(options: CompileOptions | Options | None) -> CompileOptions:
+    if options is None:
+        return CompileOptions()
+    return options.compile if isinstance(options, Options) else options
+
+
+# ---- the compile cache -------------------------------------------------------------
+
+def _compile_key(source: str, language: str, options: CompileOptions) -> tuple:
+    """The compile's cache key: the sizes count only where a stage reads them before
+    the code is known (the tile search, localisation); ``__constant__`` memory is
+    chosen at the sizes too, which :func:`_size_dependent` tells after the compile."""
+    return ("compile", source, language, options.size_independent())
+
+
+def _cached_compile(source: str, language: str, options: CompileOptions) -> Compiled | None:
+    key = _compile_key(source, language, options)
+    hit = _CACHE.get(key)
+    if hit is not None and _size_dependent(hit):
+        hit = _CACHE.get(key + (_size_values(hit.scop, options),))
+    return hit
+
+
+def _remember(source: str, language: str, options: CompileOptions, c: Compiled) -> None:
+    key = _compile_key(source, language, options)
+    _CACHE[key] = c
+    if _size_dependent(c):
+        _CACHE[key + (_size_values(c.scop, options),)] = c
+
+
+def is_cached(source: str, options: CompileOptions | Options, language: str = "c") -> bool:
+    """Whether :func:`compile_source` would answer from the cache (the explorer
+    reports it with each regeneration's time)."""
+    return _cached_compile(source, language, _compile_options(options)) is not None
+
+
+def _size_dependent(c: Compiled) -> bool:
+    """Whether the code depends on the values of the sizes (``__constant__`` memory
+    is decided at the given sizes, seed 004 §4.2)."""
+    return bool(c.program.constants) or any(
+        "give --size" in n or "would bring the constant arrays" in n for n in c.notes)
+
+
+def _size_values(scop: Scop, options: CompileOptions) -> tuple:
+    return tuple((p, options.sizes.get(p)) for p in scop.size_params)
+
+
+# ---- one line per stage result (--show stages) --------------------------------------
+
+def _describe_scop(scop: Scop) -> str:
+    sizes = ", ".join(scop.size_params) or "none"
+    return (f"{scop.name}: {len(scop.statements)} statement(s), {len(scop.arrays)} "
+            f"array(s), size parameters {sizes}")
+
+
+def _describe_deps(deps: Dependences) -> str:
+    counts = ", ".join(f"{kind} {getattr(deps, kind).n_map()}"
+                       for kind in ("flow", "anti", "output", "input"))
+    approx = f"; {len(deps.notes)} approximation(s)" if deps.notes else ""
+    return f"relations: {counts}{approx}"
+
+
+def _describe_schedule(sched: ScheduleResult) -> str:
+    used = ("superposition (seed 003)" if sched.use_superposition else
+            "single schedule (isl)")
+    planned = ", superposition planned" if sched.superposition is not None and \
+        not sched.use_superposition else ""
+    return f"{used}{planned}; {len(sched.notes)} note(s)"
+
+
+def _describe_lowered(lowered: Lowered) -> str:
+    program = lowered.program
+    tile = (f"; --tile auto chose {','.join(map(str, lowered.chosen_tile))}"
+            if lowered.chosen_tile else "")
+    return (f"{len(program.kernels)} kernel(s), {len(program.launches())} launch site(s), "
+            f"{len(program.constants)} __constant__ array(s){tile}")
+
+
+def _describe_text(text: str) -> str:
+    return f"{len(text.splitlines())} lines"
+
+
+# ---- layouts discovered at call time ------------------------------------------------
+
+def array_layout(scop: Scop, arrays: Mapping[str, object]
+                 ) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Element strides (absolute) of the given arrays that are not row-major
+    contiguous — transposes, column slices, Fortran order — sorted by name; arrays
+    laid out as declared are left out, so contiguous inputs give ``()``."""
+    import numpy as np
+    out = []
+    for name in sorted(p.name for p in scop.array_params):
+        a = arrays.get(name)
+        if not isinstance(a, np.ndarray) or a.ndim < 2:
+            continue
+        if any(s % a.itemsize for s in a.strides):
+            continue                           # planned on a contiguous copy (transfers)
+        real = tuple(abs(s) // a.itemsize for s in a.strides)
+        row_major = tuple(int(np.prod(a.shape[k + 1:])) for k in range(a.ndim))
+        if any(n > 1 and r != m for r, m, n in zip(real, row_major, a.shape)):
+            out.append((name, real))
+    return tuple(out)
+
+
+O = TypeVar("O", CompileOptions, Options)
+
+
+def specialise_layout(compiled: Compiled, options: O, arrays: Mapping[str, object]
+                      ) -> tuple[Compiled, O]:
+    """The compilation for the arrays' real layout (seed 002 §2.3: layouts are
+    discovered at call time).  Only the superposition's DL model reads strides (seed
+    003 §5.2: which loop coalesces, hence goes to thread x, depends on them), so with
+    ``--mapping single``, or arrays laid out as declared, ``compiled`` is returned as
+    it is; otherwise the function is recompiled (cached per layout) and a copy with
+    a note is returned, with ``options`` carrying the layout."""
+    if options.mapping != "superposition":
+        return compiled, options
+    layout = array_layout(compiled.scop, arrays)
+    if layout == options.layout:
+        return compiled, options
+    options = options.with_(layout=layout)
+    c = compile_source(compiled.scop.source, options, language=compiled.language)
+    if layout:
+        views = ", ".join(f"{n} (element strides {', '.join(map(str, s))})" for n, s in layout)
+        note = f"the DL coalescing model used the real strides of {views}"
+        if note not in c.notes:
+            c = replace(c, notes=c.notes + (note,))
+    return c, options
