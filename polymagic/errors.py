@@ -60,5 +60,16 @@ class EmulatorError(PolymagicError):
     barrier under divergent control in the generated kernel."""
 
 
+class UserCodeError(PolymagicError):
+    """The user's own code faulted when run (integer division by zero, INT_MIN / -1,
+    an invalid memory access): caught, the process survives, nothing written back.
+    ``signal`` and ``code``: the signal and its ``si_code``."""
+
+    def __init__(self, message: str, signal: int = 0, code: int = 0):
+        super().__init__(message)
+        self.signal = signal
+        self.code = code
+
+
 class DeviceError(PolymagicError):
     """No usable GPU / CuPy when the GPU target was asked for explicitly."""

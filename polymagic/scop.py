@@ -99,6 +99,7 @@ class Scop:
     #: a Python function's C translation (``language == "python"``; seed 002 §2: the
     #: Python front end goes through C), which the CPU reference compiles; None for C
     c_source: str | None = None
+    iterator_ctypes: dict[str, str] = field(default_factory=dict)  # loop iterator -> C type
 
     @property
     def size_params(self) -> list[str]:

@@ -42,11 +42,16 @@ case "$part" in
     timeout 300 python3 -m pytest -q -m gpu tests/test_runtime.py 2>&1 | tee "$out/pytest-gpu.log"
     for f in examples/*.c; do
       timeout 60 python3 -m polymagic run "$f" --target gpu --json --size "$(python3 - "$f" <<'EOF'
-import sys; sys.path.insert(0, "benchmarks")
+import re, sys; sys.path.insert(0, "benchmarks")
 from suite import SUITE
 name = sys.argv[1].split("/")[-1][:-2]
 k = {k.name: k for k in SUITE}.get(name)
-print(",".join(f"{a}={b}" for a, b in (k.sizes("medium") if k else {}).items()) or "N=256")
+if k:
+    print(",".join(f"{a}={b}" for a, b in k.sizes("medium").items()))
+else:   # not in the suite: 128 for each of the example's own int parameters
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", open(sys.argv[1]).read(), flags=re.S)
+    head = text.split("{", 1)[0]
+    print(",".join(f"{n}=128" for n in re.findall(r"\bint\s+([A-Za-z_]\w*)\s*[,)]", head)))
 EOF
 )" > "$out/run-$(basename "$f" .c).json" 2>&1
       echo "$f: exit $?"

@@ -2,14 +2,18 @@
 
 Each corpus file is a cell's C source behind a header of ``//`` lines::
 
-    // expect: 5:14 non-affine        line:column of the problem (or "-"), key word
+    // expect: 5:14 non-affine        line:column of the problem (or "-"), key word;
+                                      or "ok": the run must succeed and check
     // options: --size N=8 --tile 0   the option line (magic) / arguments (CLI)
     // namespace: {"A": ["float32", [8, 8]], "B": "=A"}   notebook variables
+    // inputs: {"A": ["object", [8, 8]]}  an .npz written for the entry; its path
+                                      replaces {inputs} in the options
     // via: magic | callable          also through the magic / the bound callable
     // xfail: docs/fuzz-findings.md#7  (optional) an open bug
 
 Namespace values: ``[dtype, shape]`` (seeded random array; a third item
-``"readonly"`` makes it read-only), ``"=EXPR"`` (an expression of the arrays
+``"readonly"`` makes it read-only, ``"fortran"`` Fortran order, ``"zeros"``
+all zeros), ``"=EXPR"`` (an expression of the arrays
 before it, e.g. ``"=A"`` or ``"=A.T"``: aliasing), ``"list"``/``"string"`` (not
 an array), or a number.
 
@@ -49,6 +53,8 @@ class Entry:
     namespace: dict = field(default_factory=dict)
     via: str = "api"
     xfail: str = ""
+    ok: bool = False
+    inputs: dict | str | None = None
 
 
 def parse_entry(path: Path) -> Entry:
@@ -62,11 +68,12 @@ def parse_entry(path: Path) -> Entry:
         head[m.group(1)] = m.group(2).strip()
     where, _, keyword = head["expect"].partition(" ")
     line = col = None
-    if where not in ("-", "?:?"):
+    if where not in ("-", "?:?", "ok"):
         line, col = (int(x) for x in where.split(":"))
     return Entry(path.stem, source, line, col, keyword.strip(), head.get("options", ""),
                  json.loads(head.get("namespace", "{}")), head.get("via", "api"),
-                 head.get("xfail", ""))
+                 head.get("xfail", ""), where == "ok",
+                 json.loads(head["inputs"]) if "inputs" in head else None)
 
 
 def entries() -> list[Entry]:
@@ -83,8 +90,12 @@ def make_value(spec, built: dict, seed: int):
         if dtype == object:
             a = np.empty(shape, dtype=object)
             a[...] = 1.0
+        elif "zeros" in spec[2:]:
+            a = np.zeros(shape, dtype)
         else:
             a = (rng.random(shape) * 10).astype(dtype)
+        if "fortran" in spec[2:]:
+            a = np.asfortranarray(a)
         if "readonly" in spec[2:]:
             a.flags.writeable = False
         return a
@@ -115,31 +126,51 @@ def unchanged(ns: dict, before: dict) -> bool:
 
 # ---- the three routes (run inside a worker process) ------------------------------
 
-def via_api(e: Entry, ns: dict) -> None:
+def write_inputs(e: Entry) -> str:
+    """The entry's options, with ``{inputs}`` replaced by the path of an .npz holding
+    its ``inputs`` (``"npy"``: a single .npy array; ``"garbage"``: not NumPy at all)."""
+    if e.inputs is None:
+        return e.options
+    import tempfile
+    d = tempfile.mkdtemp(prefix="polymagic-corpus-")
+    if e.inputs == "garbage":
+        path = f"{d}/in.npz"
+        with open(path, "wb") as f:
+            f.write(b"this is not an npz archive\n" * 4)
+    elif e.inputs == "npy":
+        path = f"{d}/in.npy"
+        np.save(path, np.zeros((8, 8)))
+    else:
+        path = f"{d}/in.npz"
+        np.savez(path, **make_namespace(e.inputs))
+    return e.options.replace("{inputs}", path)
+
+
+def via_api(e: Entry, ns: dict):
     from polymagic.options import parse_options
     from polymagic.compiler import compile_source
     from polymagic.runtime.run import run
-    opts = parse_options(e.options)
-    run(compile_source(e.source, opts), opts, namespace=ns)
+    opts = parse_options(write_inputs(e))
+    return run(compile_source(e.source, opts), opts, namespace=ns)
 
 
-def via_callable(e: Entry, ns: dict) -> None:
+def via_callable(e: Entry, ns: dict):
     """Compile with the options (no namespace), then call with the arrays."""
     from polymagic.options import parse_options
     from polymagic.compiler import compile_source
     from polymagic.api.function import make_callable
-    opts = parse_options(e.options)
+    opts = parse_options(write_inputs(e))
     fn = make_callable(compile_source(e.source, opts), opts)
-    fn(**ns)
+    return fn(**ns, **({"check": True} if e.ok else {}))
 
 
-def via_magic(e: Entry, ns: dict) -> None:
+def via_magic(e: Entry, ns: dict):
     from IPython.core.interactiveshell import InteractiveShell
     shell = InteractiveShell.instance()
     shell.run_line_magic("load_ext", "polymagic")
     shell.user_ns.update(ns)
     try:
-        shell.run_cell_magic("polycuda", e.options, e.source)
+        return shell.run_cell_magic("polycuda", write_inputs(e), e.source)
     finally:
         for name in ns:
             shell.user_ns.pop(name, None)
@@ -153,8 +184,9 @@ def attempt(e: Entry, route: str) -> dict:
     ns = make_namespace(e.namespace)
     before = snapshot(ns)
     t0 = time.perf_counter()
+    report = None
     try:
-        ROUTES[route](e, ns)
+        report = ROUTES[route](e, ns)
         exc = None
     except BaseException as x:     # noqa: BLE001 — the test judges the type
         exc = x
@@ -165,7 +197,8 @@ def attempt(e: Entry, route: str) -> dict:
             "polymagic": isinstance(exc, PolymagicError),
             "usage": isinstance(exc, UsageError),
             "line": getattr(exc, "line", None), "col": getattr(exc, "col", None),
-            "message": str(exc) if exc else "", "unchanged": unchanged(ns, before)}
+            "message": str(exc) if exc else "", "unchanged": unchanged(ns, before),
+            "ok": bool(getattr(report, "ok", route == "magic")) if exc is None else False}
 
 
 def corpus_job(e: Entry):
@@ -206,6 +239,10 @@ def _param(e: Entry):
 def test_bad_input_gives_a_clear_error(entry, results):
     got = results[entry.name]
     assert got != "timeout", f"no answer within {TIMEOUT_S} s"
+    if entry.ok:
+        for r in got:
+            assert r["raised"] is None and r["ok"], f"[{r['route']}] {r['raised']}: {r['message']}"
+        return
     for r in got:
         where = f"[{r['route']}] {r['raised']}: {r['message']}"
         if r["route"] == "magic":
@@ -222,9 +259,11 @@ def test_bad_input_gives_a_clear_error(entry, results):
 
 
 @pytest.mark.parametrize("name", ["syntax-for-missing-semicolon", "alias-same-array",
-                                  "option-block-too-many-threads"])
+                                  "option-block-too-many-threads",
+                                  "arith-div-data-zeros-magic", "limit-parens-1000-magic"])
 def test_notebook_shows_one_paragraph_without_traceback(name):
-    """What a notebook user sees: IPython prints the UsageError's message alone."""
+    """What a notebook user sees: IPython prints the UsageError's message alone (and
+    the shell, this process, survives a division by zero in the user's C)."""
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
     e = next(x for x in ENTRIES if x.name == name)

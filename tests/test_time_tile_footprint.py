@@ -12,7 +12,6 @@ between the blocks of one wavefront and reads of uninitialised shared memory.
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ import pytest
 from polymagic.options import parse_options
 from polymagic.compiler import compile_source
 from polymagic.runtime.run import run
+from cpu_clock import cpu_seconds
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -30,9 +30,9 @@ COMPILE_SECONDS = 20
 
 def _run(name, sizes, *extra):
     options = parse_options(["--size", sizes, "--target", "emulator", *extra])
-    t0 = time.perf_counter()
+    t0 = cpu_seconds()                      # CPU time: load does not trip the cap
     compiled = compile_source((EXAMPLES / name).read_text(), options)
-    seconds = time.perf_counter() - t0
+    seconds = cpu_seconds() - t0
     return compiled, run(compiled, options, {}), seconds
 
 

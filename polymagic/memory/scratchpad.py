@@ -268,9 +268,9 @@ def _volume(rel: isl.Map, sample: dict[str, int] | None, fixed: bool = False) ->
             s = s.fix_val(isl.dim_type.param, pos, isl.Val(0))
     try:
         c = s.count_val()
-    except isl.Error:
+        return int(c.to_python()) if c.is_int() else None
+    except (isl.Error, TypeError, ValueError):     # out of isl's operation budget
         return None
-    return int(c.to_python()) if c.is_int() else None
 
 
 def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = None

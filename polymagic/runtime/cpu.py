@@ -26,9 +26,9 @@ from typing import Mapping
 
 import numpy as np
 
-from . import ccompile
+from . import ccompile, guard
 from ..dtypes import DTYPES
-from ..errors import CompileError, InputError, UnsupportedError
+from ..errors import CompileError, InputError, UnsupportedError, UserCodeError
 from ..scop import Param, Scop
 
 PRELUDE = """\
@@ -64,9 +64,22 @@ def compile_flags(opt: str = "-O2") -> list[str]:
     return ["-std=gnu11", *shlex.split(opt), "-shared", "-fPIC"]
 
 
-def reference_source(source: str) -> str:
-    """The translation unit compiled for the reference: prelude + the user's source."""
-    return PRELUDE + source + ("" if source.endswith("\n") else "\n")
+def reference_source(source: str, scop: Scop | None = None) -> str:
+    """The translation unit compiled for the reference: prelude + the user's source,
+    and with ``scop`` the fault guard and ``pm_guarded_<name>`` wrapping the
+    function (:mod:`polymagic.runtime.guard`)."""
+    text = PRELUDE + source + ("" if source.endswith("\n") else "\n")
+    if scop is None:
+        return text
+    params = [("void *" if p.kind == "array" else _c_type(p), f"pm_a{k}")
+              for k, p in enumerate(scop.params)]
+    return (text + "#line 1 \"polymagic-guard.c\"\n" + guard.GUARD_C
+            + guard.wrapper_c(scop.name, params))
+
+
+def _c_type(p: Param) -> str:
+    _argtype(p)                       # UnsupportedError for a type ctypes cannot pass
+    return p.ctype
 
 
 def build_library(source: str, opt: str = "-O2") -> Path:
@@ -80,6 +93,8 @@ def load_library(path: Path) -> ctypes.CDLL:
     lib = _LIBS.get(str(path))
     if lib is None:
         lib = _LIBS[str(path)] = ctypes.CDLL(str(path))
+        if hasattr(lib, "pm_guard_install"):
+            guard.install(lib)
     return lib
 
 
@@ -106,16 +121,17 @@ class CpuReference:
             raise UnsupportedError(f"no CPU reference for {scop.language!r} sources yet")
         self.scop = scop
         self.opt = opt
-        self.source = reference_source(scop.source)
+        self.source = reference_source(scop.source, scop)
         self.path = build_library(self.source, opt)
         lib = load_library(self.path)
         try:
-            fn = getattr(lib, scop.name)
+            fn = getattr(lib, f"pm_guarded_{scop.name}")
         except AttributeError:
             raise CompileError(f"the compiled reference has no function {scop.name!r} "
                                f"(is it static?)") from None
         # a private function object, so argtypes never clash between references
-        self._fn = ctypes.CFUNCTYPE(None, *[_argtype(p) for p in scop.params])(
+        self._fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                                    *[_argtype(p) for p in scop.params])(
             ctypes.cast(fn, ctypes.c_void_p).value)
 
     def arguments(self, args: Mapping[str, object]) -> list:
@@ -133,11 +149,17 @@ class CpuReference:
         return ctypes.c_void_p(value.ctypes.data)
 
     def run(self, args: Mapping[str, object]) -> float:
-        """Call the function (arrays modified in place); returns the call's seconds."""
+        """Call the function (arrays modified in place); returns the call's seconds.
+        UserCodeError when the user's code faults (division by zero, ...)."""
         argv = self.arguments(args)
+        fault = (ctypes.c_int * 2)()
         t0 = time.perf_counter()
-        self._fn(*argv)
-        return time.perf_counter() - t0
+        rc = self._fn(fault, *argv)
+        dt = time.perf_counter() - t0
+        if rc != 0:
+            raise UserCodeError(guard.fault_message(fault[0], fault[1], self.scop,
+                                                    "the CPU reference"), fault[0], fault[1])
+        return dt
 
 
 __all__ = ["CpuReference", "build_library", "reference_source", "cache_dir",

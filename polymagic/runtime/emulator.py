@@ -17,6 +17,7 @@ detection, see ``emu_support.h``) is the evidence that generated kernels are rig
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import threading
@@ -28,9 +29,9 @@ from typing import Mapping
 import numpy as np
 
 from .. import kir
-from . import ccompile
+from . import ccompile, guard
 from ..dtypes import DTYPES
-from ..errors import EmulatorError, InputError
+from ..errors import EmulatorError, InputError, UserCodeError
 from ..expr import evaluate
 from ..scop import Scop
 from ..transfers import kernels as K
@@ -116,6 +117,7 @@ def _load(path: Path) -> tuple[ctypes.CDLL, threading.Lock]:
         if lib is None:
             lib = _LIBS[str(path)] = ctypes.CDLL(str(path))
             _LOCKS[str(path)] = threading.Lock()
+            guard.install(lib)
         return lib, _LOCKS[str(path)]
 
 
@@ -211,10 +213,13 @@ class EmulatorModule:
         self.source = source
         self.path = path
         lib, _ = _load(path)
-        fn = lib.pm_entry
+        fn = lib.pm_guarded_pm_entry
         # a private function object, so argtypes never clash between modules
-        self._entry = ctypes.CFUNCTYPE(ctypes.c_int, *_ENTRY_ARGTYPES)(
-            ctypes.cast(fn, ctypes.c_void_p).value)
+        self._entry = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int),
+                                       *_ENTRY_ARGTYPES)(ctypes.cast(fn, ctypes.c_void_p).value)
+
+    def _who(self) -> str:
+        return "the OpenMP target" if self.mode == "openmp" else "the emulator"
 
     def _arrays(self, arrays: Mapping[str, np.ndarray], ints: Mapping[str, int]) -> list[np.ndarray]:
         out = []
@@ -306,11 +311,15 @@ class EmulatorModule:
         if self.mode == "openmp":
             global _OMP_USED
             _OMP_USED = True
+        fault = (ctypes.c_int * 2)()
         with _LOCKS[str(self.path)]:
             t0 = time.perf_counter()
-            rc = self._entry(ptrs, iv, sv, ctypes.c_ulonglong(int(seed) & (2**64 - 1)),
+            rc = self._entry(fault, ptrs, iv, sv, ctypes.c_ulonglong(int(seed) & (2**64 - 1)),
                              ORDERS[order], cnt, base, tx, err, len(err))
             dt = time.perf_counter() - t0
+        if rc < 0:
+            raise UserCodeError(guard.fault_message(fault[0], fault[1], None, self._who()),
+                                fault[0], fault[1])
         if rc != 0:
             msg = err.value.decode(errors="replace") or "the emulator failed (no message)"
             raise EmulatorError(msg)
@@ -334,13 +343,47 @@ class EmulatorModule:
         return res
 
 
+#: pm_entry's parameters, for its guarded wrapper (see _ENTRY_ARGTYPES)
+_ENTRY_PARAMS = [("void **", "arrays"), ("const long long *", "ints"),
+                 ("const double *", "scalars"), ("unsigned long long", "seed"),
+                 ("int", "order"), ("long long *", "counters"), ("const long long *", "base"),
+                 ("long long *", "tx"), ("char *", "err"), ("int", "errlen")]
+
+
+def guarded_source(source: str) -> str:
+    """The emulator C with the fault guard: ``pm_guarded_pm_entry(fault, ...)`` runs
+    ``pm_entry`` and, after a SIGFPE/SIGSEGV/SIGBUS in the user's expressions, frees
+    the run's state and returns -1 (:mod:`polymagic.runtime.guard`)."""
+    return (source + guard.GUARD_C + _OMP_UNWIND
+            + guard.wrapper_c("pm_entry", _ENTRY_PARAMS, returns="int",
+                              on_fault="pm_omp_unwind(); pm_cleanup();"))
+
+
+#: After a trap inside an OpenMP parallel region (run on one thread, see
+#: _one_thread) the calling thread jumped out of the region without ending it:
+#: end the regions it is still in, or every later region in the process would be
+#: nested (and run on one thread).
+_OMP_UNWIND = r"""
+#ifdef _OPENMP
+#include <omp.h>
+void GOMP_parallel_end(void);
+static int pm_omp_level0;
+#define PM_OMP_MARK() (pm_omp_level0 = omp_get_level())
+static void pm_omp_unwind(void) { while (omp_get_level() > pm_omp_level0) GOMP_parallel_end(); }
+#else
+#define PM_OMP_MARK() ((void)0)
+static void pm_omp_unwind(void) {}
+#endif
+"""
+
+
 def build(program: kir.Program, mode: str = "emulate", *,
           extra_cflags: tuple[str, ...] = ()) -> EmulatorModule:
     """Print and compile ``program`` for ``mode`` ('emulate' or 'openmp'); cached.
 
     ``extra_cflags`` (e.g. ``("-DPM_MAX_PHASES=100",)``) are for tests."""
     from ..codegen.emulator import print_emulator_c
-    source = print_emulator_c(program, mode)
+    source = guarded_source(print_emulator_c(program, mode))
     path = build_library(source, mode, tuple(extra_cflags))
     return EmulatorModule(program, mode, source, path)
 
@@ -359,6 +402,35 @@ def _module(program: kir.Program, mode: str, cache: dict | None = None) -> Emula
     if mod is None:
         mod = cache[key] = build(program, mode)
     return mod
+
+
+def _openmp_runtime() -> ctypes.CDLL | None:
+    for name in ("libgomp.so.1", "libomp.so", "libomp.so.5"):
+        try:
+            lib = ctypes.CDLL(name)
+            lib.omp_get_max_threads.restype = ctypes.c_int
+            return lib
+        except (OSError, AttributeError):
+            continue
+    return None
+
+
+@contextlib.contextmanager
+def _one_thread(on: bool):
+    """OpenMP parallel regions started from this thread run on one thread while
+    ``on``: the fault guard can only recover the calling thread, so a user's code
+    with integer divisions (which may trap on data the static checks cannot see)
+    runs where a trap is an error, not the end of the process."""
+    omp = _openmp_runtime() if on else None
+    if omp is None:
+        yield
+        return
+    before = omp.omp_get_max_threads()
+    omp.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        omp.omp_set_num_threads(before)
 
 
 def run_transferred(program: kir.Program, scop: Scop | None, mode: str,
@@ -383,6 +455,25 @@ def run_transferred(program: kir.Program, scop: Scop | None, mode: str,
     are counted (``transactions``, emulate mode) on the device addresses: element 0
     of each array at its layout's offset in its buffer.
     """
+    try:
+        with _one_thread(mode == "openmp" and scop is not None
+                         and bool(guard.integer_divisions(scop))):
+            return _run_transferred(program, scop, mode, sources, results, ints, scalars,
+                                    seed, order, device_mem, cache, transactions)
+    except UserCodeError as e:
+        if scop is None or not e.signal:
+            raise
+        who = "the OpenMP target" if mode == "openmp" else "the emulator"
+        raise UserCodeError(guard.fault_message(e.signal, e.code, scop, who),
+                            e.signal, e.code) from None
+
+
+def _run_transferred(program: kir.Program, scop: Scop | None, mode: str,
+                     sources: Mapping[str, np.ndarray], results: Mapping[str, np.ndarray],
+                     ints: Mapping[str, int], scalars: Mapping[str, float] | None, seed: int,
+                     order: str, device_mem: int | None, cache: dict | None,
+                     transactions: bool) -> tuple[EmuResult, TransferStats]:
+    """:func:`run_transferred` without the naming of a fault's statements."""
     ints = {k: int(v) for k, v in ints.items()}
     stats = TransferStats.of_run(program, sources)
     ses = S.plan_session(program, scop, sources, ints)

@@ -37,6 +37,14 @@ if TYPE_CHECKING:            # CuPy itself is imported lazily (see _cupy)
 
 _AVAILABLE: tuple[bool, str] | None = None
 _RAW_MODULES: dict[tuple[str, int], object] = {}
+_OPTIN: dict[int, int | None] = {}      # dynamic shared-memory opt-in limit, by device
+
+#: the PyPI package with the CUDA runtime headers NVRTC needs (the ``gpu`` extra)
+HEADERS_PACKAGE = "nvidia-cuda-runtime-cu12"
+#: CUDA errors after which the context is dead (every later call fails the same way)
+STICKY = ("ILLEGAL_ADDRESS", "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "LAUNCH_FAILED",
+          "HARDWARE_STACK_ERROR", "INVALID_PC", "ECC_UNCORRECTABLE", "ASSERT",
+          "unspecified launch failure", "illegal memory access")
 
 
 # ---- availability --------------------------------------------------------------
@@ -135,6 +143,45 @@ class GpuResult:
     transfers: TransferStats
 
 
+def headers_include() -> str | None:
+    """The ``include`` folder of the :data:`HEADERS_PACKAGE` wheel when installed
+    (``nvidia/cuda_runtime/include``), else None."""
+    import importlib.util
+    import os
+    try:
+        spec = importlib.util.find_spec("nvidia.cuda_runtime")
+    except (ImportError, ValueError):
+        return None
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        inc = os.path.join(root, "include")
+        if os.path.isfile(os.path.join(inc, "cuda_runtime.h")):
+            return inc
+    return None
+
+
+def _compile_options() -> tuple[str, ...]:
+    """NVRTC options: C++14, and the wheel's CUDA headers when CuPy may not find them."""
+    inc = headers_include()
+    return ("-std=c++14",) + ((f"-I{inc}",) if inc else ())
+
+
+def setup_error(e: BaseException):
+    """A one-paragraph error for a GPU set-up failure, or None when ``e`` is not one:
+    CuPy raises a plain ``RuntimeError("Failed to find CUDA headers")`` (or NVRTC
+    cannot open ``vector_types.h``) when the CUDA runtime headers are missing."""
+    text = str(e)
+    if "Failed to find CUDA headers" in text or (
+            "cannot open source file" in text and ("vector_types.h" in text
+                                                   or "cuda_runtime" in text)):
+        return DeviceError(
+            "CuPy cannot find the CUDA runtime headers it compiles kernels against: "
+            f"pip install {HEADERS_PACKAGE} (part of polymagic[gpu]), or set CUDA_PATH to "
+            "a CUDA toolkit")
+    if type(e).__name__ == "CompileException":
+        return CompileError(f"CuPy/NVRTC could not compile the generated CUDA:\n{e}")
+    return None
+
+
 def _raw_module(cp, source: str, kernel_names: list[str]):
     """One RawModule per (source, device), compiled on first use."""
     key = (source, cp.cuda.Device().id)
@@ -143,18 +190,41 @@ def _raw_module(cp, source: str, kernel_names: list[str]):
         kw = {}
         if 'extern "C"' not in source:   # C++ names are mangled: look them up by expression
             kw["name_expressions"] = list(kernel_names)
-        mod = cp.RawModule(code=source, options=("-std=c++14",), **kw)
+        mod = cp.RawModule(code=source, options=_compile_options(), **kw)
         _RAW_MODULES[key] = mod
     return mod
 
 
-def _call(fn, grid, k: kir.Kernel, args: tuple) -> None:
+def shared_optin_limit(cp) -> int | None:
+    """The most dynamic shared memory a block of the current device may opt in to
+    (``cudaDevAttrMaxSharedMemoryPerBlockOptin``: 227 KB on an H100, 99 KB on an
+    RTX 4090), read from the device once; None when CuPy does not say."""
+    dev = cp.cuda.Device()
+    if dev.id not in _OPTIN:
+        try:
+            _OPTIN[dev.id] = int(dev.attributes["MaxSharedMemoryPerBlockOptin"])
+        except Exception:        # noqa: BLE001 - an old CuPy, a stand-in
+            _OPTIN[dev.id] = None
+    return _OPTIN[dev.id]
+
+
+def forget_modules() -> None:
+    """Drop every cached RawModule: after a sticky CUDA error their context is dead."""
+    _RAW_MODULES.clear()
+
+
+def _call(fn, grid, k: kir.Kernel, args: tuple, limit: int | None = None) -> None:
     """Launch ``fn``; a kernel whose buffers live in dynamic shared memory (over 48 KB
     per block) first opts in (``cudaFuncAttributeMaxDynamicSharedMemorySize``, CuPy's
-    ``max_dynamic_shared_size_bytes``) and is launched with that many bytes."""
+    ``max_dynamic_shared_size_bytes``) and is launched with that many bytes; more
+    than the device's opt-in ``limit`` is a DeviceError."""
     if not k.dynamic_shared:
         fn(grid, tuple(k.block), args)
         return
+    if limit is not None and k.dynamic_shared > limit:
+        raise DeviceError(
+            f"kernel {k.name} needs {k.dynamic_shared} bytes of shared memory per block; "
+            f"this GPU allows {limit}: compile with --shared-mem {limit // 1024}KB or less")
     if getattr(fn, "max_dynamic_shared_size_bytes", 0) < k.dynamic_shared:
         fn.max_dynamic_shared_size_bytes = k.dynamic_shared
     fn(grid, tuple(k.block), args, shared_mem=k.dynamic_shared)
@@ -228,8 +298,10 @@ class GpuModule:
             try:
                 fns = {n: mod.get_function(n) for n in program.kernels}
             except Exception as e:
-                if type(e).__name__ == "CompileException":
-                    raise CompileError(f"CuPy/NVRTC could not compile the generated CUDA:\n{e}") from None
+                err = setup_error(e)
+                if err is not None:
+                    _RAW_MODULES.pop((source, cp.cuda.Device().id), None)
+                    raise err from None
                 raise
             self._fns[source] = fns
             self._mods[source] = mod
@@ -283,11 +355,24 @@ class GpuModule:
                 return self._run_session(cp, ses, arrays, sources, ints, scalars)
             return self._run_tiled(cp, arrays, sources, ints, scalars, device_mem)
         except Exception as e:
-            if type(e).__name__ == "CompileException":
-                raise CompileError(f"CuPy/NVRTC could not compile the generated CUDA:\n{e}") from None
+            err = setup_error(e)
+            if err is not None:
+                raise err from None
             if type(e).__module__.startswith("cupy"):   # CUDA driver/runtime errors
+                if any(k in str(e) for k in STICKY):
+                    self.forget()
+                    raise DeviceError(
+                        f"the GPU run failed: {type(e).__name__}: {e} (the CUDA context is "
+                        "now unusable: restart the kernel or process to use the GPU again)"
+                    ) from e
                 raise DeviceError(f"the GPU run failed: {type(e).__name__}: {e}") from e
             raise                                       # a polymagic bug: keep the traceback
+
+    def forget(self) -> None:
+        """Drop this module's and the process's compiled modules (a dead context)."""
+        self._fns.clear()
+        self._mods.clear()
+        forget_modules()
 
     def _run_session(self, cp, ses: S.Session, arrays, sources, ints,
                      scalars) -> GpuResult:
@@ -341,6 +426,7 @@ class GpuModule:
     def _launcher(self, program: kir.Program, fns: dict, args: dict, ints: Mapping[str, int],
                   scalars: Mapping[str, float], counter: list[int]) -> Callable:
         sc = {s: scalar_argument(program.scalars[s], scalars[s]) for s in program.scalars}
+        limit = shared_optin_limit(_cupy())
 
         def launch(name: str, grid, extra=None) -> None:
             k = program.kernels[name]
@@ -350,7 +436,7 @@ class GpuModule:
             env = {**ints, **(extra or {})}
             a = ([args[x] for x in k.arrays] + [sc[s] for s in k.scalars]
                  + [np.int32(env[i]) for i in k.ints])
-            _call(fns[name], grid, k, tuple(a))
+            _call(fns[name], grid, k, tuple(a), limit)
             counter[0] += 1
         return launch
 
@@ -397,6 +483,10 @@ class _GpuTiles:
         self.sc = {s: scalar_argument(variant.scalars[s], self.scalars[s])
                    for s in variant.scalars}
         self.module._upload_constants(variant, self.sources)
+        self.limit = shared_optin_limit(cp)
+        # the zeroing of the temps and the constants' upload ran on the legacy stream,
+        # which non-blocking streams do not wait for: finish them before any tile
+        cp.cuda.Device().synchronize()
 
     def allocate(self, plan: TransferPlan, ints: Mapping[str, int]) -> list[Staging]:
         return allocate(plan, None, empty=self.empty)
@@ -421,7 +511,7 @@ class _GpuTiles:
             args += [self.sc[x] for x in k.scalars] + [np.int32(ints[x]) for x in k.ints]
             started = (cp.cuda.Event(), cp.cuda.Event())
             started[0].record(s)
-            _call(self.fns[kernel], tuple(tile.count), k, tuple(args))
+            _call(self.fns[kernel], tuple(tile.count), k, tuple(args), self.limit)
             started[1].record(s)
             for d, st in zip(dev, staging):
                 isz = st.itemsize

@@ -17,6 +17,7 @@ import numpy as np
 from ..errors import InputError
 from ..dtypes import DTYPES
 from ..scop import Scop
+from . import faults
 
 #: statement instances the emulator may run (≈ a minute on one core with its checks)
 EMULATOR_INSTANCES = int(float(os.environ.get("POLYMAGIC_MAX_EMULATOR_INSTANCES", 3e8)))
@@ -70,7 +71,9 @@ def instances(scop: Scop, sizes: Mapping[str, int]) -> int:
 
 
 def check_work(scop: Scop, sizes: Mapping[str, int], target: str, check: bool) -> int:
-    """Refuse emulator runs and CPU checks that would take far too long."""
+    """Refuse emulator runs and CPU checks that would take far too long, and runs
+    that would fault or overflow at these sizes (:mod:`polymagic.runtime.faults`)."""
+    faults.check(scop, sizes)
     n = instances(scop, sizes)
     if target in ("emulator",) and n > EMULATOR_INSTANCES:
         raise InputError(

@@ -189,7 +189,14 @@ def _load_npz(scop: Scop, path: str) -> dict[str, np.ndarray]:
         raise InputError(f"--inputs: {path!r} holds a single array, not an .npz archive "
                          f"of arrays by parameter name (use numpy.savez)")
     with f:
-        data = {k: f[k] for k in f.files}
+        try:
+            data = {k: f[k] for k in f.files}
+        except ValueError as e:             # object arrays: pickles, never loaded
+            raise InputError(f"--inputs {path}: an array holds Python objects (dtype "
+                             f"object), which polymagic does not unpickle; save numeric "
+                             f"arrays ({e})") from None
+        except Exception as e:              # noqa: BLE001 - a damaged member
+            raise InputError(f"--inputs: cannot read {path!r} as .npz: {e}") from None
     names = {p.name for p in scop.array_params}
     unknown = [k for k in data if k not in names]
     if unknown:
@@ -587,6 +594,9 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
     sources = inputs.arrays()
     # results land in copies of the written arrays; the others are only read
     dev = {n: (np.array(a, copy=True) if n in written else a) for n, a in sources.items()}
+    if check:     # first: a fault in the user's code is named before any target runs it
+        ref = {n: a.copy() for n, a in inputs.arrays().items()}
+        cpu_s = cpu_reference(scop).run({**inputs.args, **ref})
     d = run_device(compiled, target, options, dev, ints, scalars, sources=sources)
     report = RunReport(ok=True, target=target, target_note=_join(why, d.note), checked=check,
                        device_s=d.seconds, h2d_s=d.h2d_s, d2h_s=d.d2h_s, launches=d.launches,
@@ -597,8 +607,7 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
         report.transfers = d.transfers.as_dict()
         notes.append(d.transfers.summary())
     if check:
-        ref = {n: a.copy() for n, a in inputs.arrays().items()}
-        report.cpu_s = cpu_reference(scop).run({**inputs.args, **ref})
+        report.cpu_s = cpu_s
         per, totals = compare_all(written, ref, dev)
         report.per_array = {n: c.info() for n, c in per.items()}
         for k, v in totals.items():

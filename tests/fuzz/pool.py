@@ -3,8 +3,11 @@
 A *job* is ``(function, args, expected count)``; the function is a generator
 that runs in a worker and yields either a :class:`~.case.Case` (announcing the
 case it starts: a timeout is blamed on it) or a result pair ``(case, outcome)``.
-The pool streams results back over pipes.  A worker silent for longer than the
-timeout gets SIGUSR1 (:mod:`faulthandler` writes its Python stack, so the
+The pool streams results back over pipes.  The timeout is CPU time (the worker's
+and its waited-for children's, read from ``/proc``), so a loaded machine, where a
+case gets a fraction of a core, does not trip it; a worker that sleeps (a
+deadlock) is caught by a wall-clock cap of ``wall_factor`` times the timeout.  A
+worker past either gets SIGUSR1 (:mod:`faulthandler` writes its Python stack, so the
 timeout says where it hung) and is then killed and replaced.  Why processes, and
 why kill: a hang inside isl or inside generated C cannot be interrupted from
 Python.  Workers are forked (monkeypatches of the parent apply: the planted-bug
@@ -55,7 +58,22 @@ class _Worker:
     current: Case | None = None
     got: list = field(default_factory=list)
     since: float = 0.0
+    cpu_since: float = 0.0
     done_cases: int = 0
+
+
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds of process ``pid`` and its waited-for children (None: unknown)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # after the command: state ppid ... utime(12) stime(13) cutime(14) cstime(15)
+    return sum(int(x) for x in fields[11:15]) / _TICK
 
 
 class Pool:
@@ -66,12 +84,14 @@ class Pool:
     than ``timeout`` seconds is killed: the case it was running becomes a
     ``timeout`` failure.  Workers are replaced after ``recycle`` cases (loaded
     libraries and caches otherwise pile up).  ``workers=0`` runs in process,
-    without timeouts."""
+    without timeouts.  ``timeout`` is CPU seconds; ``wall_factor`` × ``timeout``
+    wall seconds catch a worker that hangs without using the CPU."""
 
     def __init__(self, workers: int = 2, timeout: float = 120.0, recycle: int = 200,
-                 setup: Callable | None = None):
+                 setup: Callable | None = None, wall_factor: float = 5.0):
         self.n = workers
         self.timeout = timeout
+        self.wall_factor = wall_factor
         self.recycle = recycle
         self.setup = setup
         self.ctx = multiprocessing.get_context("fork")
@@ -142,19 +162,29 @@ class Pool:
                         break
                     w.job_id, w.job = nxt
                     w.got, w.current, w.since = [], None, time.monotonic()
+                    w.cpu_since = cpu_seconds(w.process.pid) or 0.0
                     w.conn.send(w.job[:2])
             busy = [w for w in self.workers if w.job is not None]
             ready = wait([w.conn for w in busy], timeout=1.0)
             for w in busy:
                 if w.conn in ready:
                     result = self._receive(w)
-                elif time.monotonic() - w.since > self.timeout:
+                elif self._overdue(w):
                     result = self._timed_out(w)
                 else:
                     continue
                 if result is not None:
                     yield w.job_id, result
                     w.job = None
+
+    def _overdue(self, w: _Worker) -> bool:
+        """Past the CPU-time limit, or past the wall-clock cap (or, without /proc,
+        past the timeout in wall-clock time)."""
+        wall = time.monotonic() - w.since
+        cpu = cpu_seconds(w.process.pid)
+        if cpu is None:
+            return wall > self.timeout
+        return cpu - w.cpu_since > self.timeout or wall > self.timeout * self.wall_factor
 
     def _receive(self, w: _Worker) -> list | None:
         """Handle one message; the job's results when it ended."""
@@ -163,6 +193,7 @@ class Pool:
         except (EOFError, OSError):
             return self._replace(w, "crash:worker-died", "the worker process died")
         w.since = time.monotonic()
+        w.cpu_since = cpu_seconds(w.process.pid) or 0.0
         if kind == "start":
             w.current = payload
             return None
@@ -183,7 +214,7 @@ class Pool:
 
     def _timed_out(self, w: _Worker) -> list:
         stack = self._stack(w)
-        got = self._replace(w, "timeout", f"no answer within {self.timeout:.0f} s"
+        got = self._replace(w, "timeout", f"no answer within {self.timeout:.0f} s of CPU time"
                             + (f"; stack (innermost first):\n{stack}" if stack else ""))
         m = re.search(r'polymagic/(?:[^/"]+/)*([^/"]+\.py)", line \d+ in (\w+)', stack)
         got[-1][1].where = f"{m.group(1)}:{m.group(2)}" if m else ""

@@ -32,11 +32,13 @@ sides); :class:`Builder` puts the rules together.
 """
 from __future__ import annotations
 
+from ...errors import SourceError
 from ...scop import Scop
 from .affine import Affine
 from .control import ControlFlow
 from .declarations import Declarations
-from .source import parse, preprocess
+from .limits import check_limits
+from .source import _blank_comments, parse, preprocess
 from .statements import Statements
 from .values import Values
 
@@ -52,7 +54,18 @@ def parse_c(source: str) -> Scop:
     Raises :class:`SourceError` for syntax errors and :class:`UnsupportedError` for
     C outside the affine subset, both located at the user's line and column.
     """
+    check_limits(_blank_comments(source.replace("\r\n", "\n")), source)
     pre = preprocess(source)
+    check_limits(pre.text, source)          # what macros expanded to
+    try:
+        return _build(source, pre)
+    except RecursionError:
+        raise SourceError("the function is nested too deeply to analyse (resource limit: "
+                          "nesting depth); simplify its expressions or blocks") from None
+
+
+def _build(source: str, pre) -> Scop:
+    """The Scop of the preprocessed cell (see :func:`parse_c`)."""
     ast = parse(pre.text, source)
     b = Builder(source, pre)
     fd = b.function(ast)
@@ -61,7 +74,8 @@ def parse_c(source: str) -> Scop:
     b.body(fd)
     return Scop(name=fd.decl.name, params=b.params, arrays=b.arrays, statements=b.statements,
                 schedule=b.schedule(), context=b.context, source=source,
-                constants=dict(pre.values), language="c")
+                constants=dict(pre.values), language="c",
+                iterator_ctypes=dict(b.iterator_ctypes))
 
 
 __all__ = ["parse_c", "preprocess", "Builder"]

@@ -44,6 +44,8 @@ class ControlFlow(BuilderState):
             dom = dom.intersect(var.sub(lb).mod_val(abs(step)).eq_set(zero))
         self.scopes.append({})
         self.scopes[-1][it] = Sym("iter", it, ctype, pos=depth)
+        if self.iterator_ctypes.get(it, "long") == "long":
+            self.iterator_ctypes[it] = ctype
         self.iters.append(it)
         # a loop that counts down runs its iterations in decreasing order: -it
         self.prefix += [self.pos[-1], it if step > 0 else "-" + it]

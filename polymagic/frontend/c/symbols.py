@@ -118,6 +118,7 @@ class BuilderState:
         self.prefix: list[int | str] = []
         self.pos: list[int] = [0]
         self.names = Names()
+        self.iterator_ctypes: dict[str, str] = {}   # loop iterator -> C type (narrowest)
         self.taken: set[str] = set()
         self.acc: list[Access] | None = None      # accesses of the statement being built
         self.node: c_ast.Node | None = None       # statement being handled (for errors)

@@ -1,0 +1,187 @@
+"""Compiled user code never kills the process: faults become errors.
+
+The CPU reference, the emulator and the OpenMP target run code compiled from the
+user's C in this process (through ctypes).  An integer division by zero, an
+``INT_MIN / -1`` or a wild pointer in that code raises SIGFPE, SIGSEGV, SIGBUS or
+(a trap the compiler put at a provable division by zero) SIGILL, which would kill Python (in a notebook: the kernel, and the user's work with it).
+
+Every such library gets :data:`GUARD_C` and a wrapper (:func:`wrapper_c`) around its
+entry point: the wrapper ``sigsetjmp``\\s, calls the entry point, and a handler for
+the four signals ``siglongjmp``\\s back to it with the signal and its code, which
+:func:`fault_message` turns into a one-paragraph error naming the statements that
+can fault.  The handler is installed once per library (``pm_guard_install``) and
+chains to the handler it replaced when the fault is not under one of its own
+wrappers (another library's, or none: then the default action), so faulthandler and
+other libraries keep working.  The jump buffer is per thread: a fault in an OpenMP
+worker thread (not the calling one) still takes the default action; the static
+checks of :mod:`polymagic.runtime.faults` refuse the common case (a divisor that is
+a size given as 0) before anything runs.
+
+The arrays a faulting call wrote are copies: callers write results back only after
+a successful run and check.
+"""
+from __future__ import annotations
+
+import ctypes
+import signal
+from typing import Sequence
+
+from .. import expr as E
+from ..scop import Scop
+
+GUARD_C = r"""
+/* ---- polymagic fault guard (polymagic/runtime/guard.py) ---- */
+#include <setjmp.h>
+#include <signal.h>
+#include <string.h>
+static __thread sigjmp_buf *pm_guard_jb;
+static __thread volatile int pm_guard_sig, pm_guard_code;
+static struct sigaction pm_guard_old[4];
+static const int pm_guard_sigs[4] = {SIGFPE, SIGSEGV, SIGBUS, SIGILL};
+
+static void pm_guard_handler(int sig, siginfo_t *si, void *uc) {
+  if (pm_guard_jb) {
+    pm_guard_sig = sig;
+    pm_guard_code = si ? si->si_code : 0;
+    siglongjmp(*pm_guard_jb, 1);
+  }
+  for (int i = 0; i < 4; i++) {          /* not ours: the handler we replaced */
+    if (pm_guard_sigs[i] != sig) continue;
+    struct sigaction *o = &pm_guard_old[i];
+    if (o->sa_flags & SA_SIGINFO) { if (o->sa_sigaction) { o->sa_sigaction(sig, si, uc); return; } }
+    else if (o->sa_handler != SIG_DFL && o->sa_handler != SIG_IGN) { o->sa_handler(sig); return; }
+  }
+  signal(sig, SIG_DFL);                  /* the default action once we return */
+}
+
+int pm_guard_install(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = pm_guard_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  for (int i = 0; i < 4; i++)
+    if (sigaction(pm_guard_sigs[i], &sa, &pm_guard_old[i]) != 0) return -1;
+  return 0;
+}
+
+#define PM_GUARDED(call, on_fault)                                        \
+  do {                                                                    \
+    sigjmp_buf pm_jb_;                                                    \
+    sigjmp_buf *volatile pm_prev_ = pm_guard_jb;                          \
+    if (sigsetjmp(pm_jb_, 1) == 0) {                                      \
+      pm_guard_jb = &pm_jb_;                                              \
+      call;                                                               \
+      pm_guard_jb = pm_prev_;                                             \
+    } else {                                                              \
+      pm_guard_jb = pm_prev_;                                             \
+      fault[0] = pm_guard_sig;                                            \
+      fault[1] = pm_guard_code;                                           \
+      on_fault;                                                           \
+    }                                                                     \
+  } while (0)
+"""
+
+
+def wrapper_c(name: str, params: Sequence[tuple[str, str]], returns: str = "void",
+              on_fault: str = "") -> str:
+    """``int pm_guarded_<name>(int *fault, <params>)``: calls ``name`` under the guard.
+
+    ``params``: (C type, name) pairs of the entry point's arguments; returns 0, the
+    entry point's own (int) result, or -1 after a fault with ``fault[0]`` the signal
+    and ``fault[1]`` its ``si_code``.  ``on_fault``: C run after a fault (a clean-up)."""
+    decl = ", ".join(f"{t} {n}" for t, n in params)
+    args = ", ".join(n for _, n in params)
+    call = f"pm_rc_ = {name}({args})" if returns != "void" else f"{name}({args})"
+    return (f"\nint pm_guarded_{name}(int *fault{', ' if decl else ''}{decl}) {{\n"
+            "  volatile int pm_rc_ = 0;\n"
+            "#ifdef PM_OMP_MARK\n  PM_OMP_MARK();\n#endif\n"
+            f"  PM_GUARDED({call}, {{ {on_fault} pm_rc_ = -1; }});\n"
+            "  return pm_rc_;\n}\n")
+
+
+def install(lib: ctypes.CDLL) -> None:
+    """Install the library's fault handler (once, right after loading it)."""
+    lib.pm_guard_install.restype = ctypes.c_int
+    lib.pm_guard_install()
+
+
+FPE_INTDIV, FPE_INTOVF = 1, 2
+
+
+def _what(sig: int, code: int) -> str:
+    if sig == signal.SIGFPE:
+        if code == FPE_INTOVF:
+            return "integer overflow in a division (INT_MIN / -1)"
+        return "integer division or modulo by zero (or INT_MIN / -1)"
+    if sig == signal.SIGSEGV:
+        return "an invalid memory access (segmentation fault)"
+    if sig == signal.SIGBUS:
+        return "a misaligned or unmapped memory access (bus error)"
+    if sig == signal.SIGILL:
+        return ("a trap the C compiler put where the code has undefined behaviour "
+                "(e.g. a division by zero it could prove)")
+    return f"signal {sig}"
+
+
+def _integer(e: E.Expr, scop: Scop) -> bool:
+    """Whether C evaluates ``e`` in an integer type (roughly: no float operand)."""
+    ints = ("int", "long", "short", "char", "unsigned", "long long", "unsigned long")
+    if isinstance(e, E.Int):
+        return True
+    if isinstance(e, (E.Float, E.Call)):
+        return False
+    if isinstance(e, E.Var):
+        p = next((p for p in scop.params if p.name == e.name), None)
+        return p is None or p.kind == "size" or p.ctype in ints
+    if isinstance(e, E.Access):
+        a = scop.arrays.get(e.array)
+        return a is not None and a.ctype in ints
+    if isinstance(e, E.Cast):
+        return getattr(e, "ctype", "double") in ints
+    if isinstance(e, E.Unary):
+        return _integer(e.a, scop)
+    if isinstance(e, E.Binary):
+        if e.op in ("<", "<=", ">", ">=", "==", "!=", "&&", "||"):
+            return True
+        return _integer(e.a, scop) and _integer(e.b, scop)
+    return all(_integer(c, scop) for c in e.children())
+
+
+def integer_divisions(scop: Scop) -> list[tuple[object, E.Binary]]:
+    """(statement, node) of every integer ``/`` or ``%`` in the statements' bodies."""
+    out = []
+    for s in scop.statements:
+        body = s.body
+        if body.op in ("/=", "%=") and _integer(body.target, scop):
+            out.append((s, E.Binary(body.op[0], body.target, body.value)))
+        for root in (body.target, body.value):
+            for node in E.walk(root):
+                if isinstance(node, E.Binary) and node.op in ("/", "%") \
+                        and _integer(node, scop):
+                    out.append((s, node))
+    return out
+
+
+def fault_message(sig: int, code: int, scop: Scop | None, who: str) -> str:
+    """One paragraph: what the fault was, where it can come from, that nothing was
+    written back."""
+    text = f"{who} stopped on {_what(sig, code)} in the function's code"
+    if scop is not None:
+        text = f"{who} stopped on {_what(sig, code)} running {scop.name}"
+        if sig in (signal.SIGFPE, signal.SIGILL):
+            cands = []
+            for s, node in integer_divisions(scop):
+                where = f"{s.name}, line {s.line}: {s.text.strip()}"
+                if where not in cands:
+                    cands.append(where)
+            if len(cands) == 1:
+                text += f", in {cands[0]}"
+            elif cands:
+                text += "; the integer divisions are in " + "; ".join(cands)
+        elif sig in (signal.SIGSEGV, signal.SIGBUS):
+            text += " (a subscript outside its array at these sizes?)"
+    return text + ". The process survived and nothing was written back to your arrays."
+
+
+__all__ = ["GUARD_C", "wrapper_c", "install", "fault_message", "integer_divisions"]

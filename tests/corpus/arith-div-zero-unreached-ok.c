@@ -1,0 +1,7 @@
+// expect: ok
+// options: --size N=8,M=0
+void f(int N, int M, int A[N], int B[N]) {
+  for (int i = 0; i < N; i++)
+    if (i > N)
+      B[i] = A[i] / M;
+}

@@ -1,0 +1,8 @@
+// expect: ok
+// options: --size N=8 --inputs {inputs}
+// inputs: {"A": ["float64", [8, 8], "fortran"]}
+void f(int N, double A[N][N], double B[N][N]) {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++)
+      B[i][j] = 2.0 * A[i][j];
+}

@@ -1,0 +1,8 @@
+// expect: - python objects
+// options: --size N=8 --target openmp --inputs {inputs}
+// inputs: {"B": ["object", [8, 8]]}
+void f(int N, double A[N][N], double B[N][N]) {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++)
+      B[i][j] = 2.0 * A[i][j];
+}

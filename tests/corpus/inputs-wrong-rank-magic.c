@@ -1,0 +1,9 @@
+// expect: - 1-d
+// options: --size N=8 --inputs {inputs}
+// inputs: {"A": ["float64", [64]]}
+// via: magic
+void f(int N, double A[N][N], double B[N][N]) {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++)
+      B[i][j] = 2.0 * A[i][j];
+}

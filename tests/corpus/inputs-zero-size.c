@@ -1,0 +1,8 @@
+// expect: - N
+// options: --inputs {inputs}
+// inputs: {"A": ["float64", [0, 0]], "B": ["float64", [0, 0]]}
+void f(int N, double A[N][N], double B[N][N]) {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++)
+      B[i][j] = 2.0 * A[i][j];
+}

@@ -1,0 +1,7 @@
+// expect: - overflow
+// options: --size N=1500000000 --target openmp --no-check
+// via: magic
+void f(int N, double A[4]) {
+  for (int i = 0; i < 2 * N; i++)
+    A[0] += 1.0;
+}
