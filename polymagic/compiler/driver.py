@@ -19,6 +19,7 @@ cached objects and never modify them.
 """
 from __future__ import annotations
 
+import resource
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -46,6 +47,10 @@ class StageLog:
     seconds: float               # run time, or cache lookup time when ``cached``
     result: str                  # one line describing the stage's result
     cached: bool = False         # served from the stage cache (it did not run)
+    #: CPU seconds of this process and of the children it waited for (isl's scheduler
+    #: and barvinok's counts run in forked children): on a shared machine the wall
+    #: time grows with the load, this much less
+    cpu_seconds: float = 0.0
 
     def line(self) -> str:
         how = "cached" if self.cached else f"{self.seconds * 1e3:.1f} ms"
@@ -136,7 +141,7 @@ class _StageLogger:
             key: tuple | None = None) -> T:
         """``stage()``'s result (``_CACHE[key]`` when there), logged as ``name``;
         ``what`` names the stage in an internal-error message."""
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), cpu_seconds()
         result = _CACHE.get(key) if key is not None else None
         cached = result is not None
         if not cached:
@@ -144,11 +149,19 @@ class _StageLogger:
                 result = stage()
             if key is not None:
                 _CACHE[key] = result
-        self._logs.append(StageLog(name, time.perf_counter() - t0, describe(result), cached))
+        self._logs.append(StageLog(name, time.perf_counter() - t0, describe(result), cached,
+                                   cpu_seconds() - c0))
         return result
 
     def stages(self) -> tuple[StageLog, ...]:
         return tuple(self._logs)
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of its children that have been waited for
+    (``time.process_time`` alone misses the forked scheduler and counts)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 @contextmanager

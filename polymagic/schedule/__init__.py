@@ -105,10 +105,11 @@ def _isl_schedule(scop: Scop, deps: Dependences, notes: list[str] | None = None,
 def _bounded_schedule(scop: Scop, deps: Dependences, context: isl.Set | None,
                       algorithm: str, options: ScheduleOptions) -> isl.Schedule:
     """isl's ``compute_schedule`` with ``algorithm`` ('isl' or 'feautrier') under
-    ``options.schedule_operations``, first in a child process killed after
-    ``options.schedule_seconds``, then (it finished) here: the schedule is computed
-    twice (milliseconds for the examples), but the parent's is the very object
-    isl gives, not one read back from text.  Raises :class:`TimedOut` or
+    ``options.schedule_operations``, in a child process killed after
+    ``options.schedule_seconds`` (its integer programs ignore the operation budget).
+    The child sends the tree's text and the parent rebuilds the tree over its own
+    domain object (:func:`_rebuilt`), so the scheduler runs once (issue 22: it ran a
+    second time here, 4 s of a 3-d heat stencil's 5 s).  Raises :class:`TimedOut` or
     ``isl.Error``."""
     ctx = scop.context.get_ctx()
     configure(ctx)
@@ -130,8 +131,64 @@ def _bounded_schedule(scop: Scop, deps: Dependences, context: isl.Set | None,
         finally:
             ctx.set_schedule_algorithm(isl.schedule_algorithm.ISL)
 
-    in_child(lambda: compute() is not None, options.schedule_seconds)
-    return compute()
+    text = in_child(lambda: compute().to_str(), options.schedule_seconds)
+    try:
+        return _rebuilt(text, dom)
+    except (_Unexpected, isl.Error):
+        return compute()        # a tree the rebuild does not reproduce: ask isl here again
+
+
+class _Unexpected(Exception):
+    """A schedule tree that :func:`_rebuilt` does not copy."""
+
+
+def _rebuilt(text: str, dom: isl.UnionSet) -> isl.Schedule:
+    """The schedule tree that isl's scheduler printed as ``text`` (in the child
+    process) over the parent's own domain object ``dom``.
+
+    Parsing the text gives an equal tree (``plain_is_equal``) but not the same
+    domain object: it drops the domain's redundant constraints (``N > 0`` of the
+    context), which the AST generator sees.  So the tree is rebuilt below
+    ``Schedule.from_domain(dom)`` with the node insertions the scheduler makes
+    (bands with their permutable and coincident flags, sequences, sets and their
+    filters, taken from the parsed tree).  The pieces of a band's or a filter's
+    union may iterate in another order than in the scheduler's own objects (isl
+    hash tables; a band's schedule is re-inserted when isl floors it); the
+    generated code of the examples and fuzz regressions is the same
+    (``scripts/codegen_snapshot.py``).  Raises :class:`_Unexpected` on a node the
+    scheduler does not make or a copy that differs from the parsed tree."""
+    parsed = isl.Schedule.read_from_str(dom.get_ctx(), text)
+    node = _copy_subtree(parsed.get_root().child(0),
+                         isl.Schedule.from_domain(dom).get_root().child(0))
+    out = node.get_schedule()
+    if not out.plain_is_equal(parsed):
+        raise _Unexpected("the copy differs from the parsed tree")
+    return out
+
+
+def _copy_subtree(src: isl.ScheduleNode, dst: isl.ScheduleNode) -> isl.ScheduleNode:
+    """Insert a copy of the subtree at ``src`` at the leaf ``dst``; returns the node
+    at ``dst``'s position."""
+    kind = src.get_type()
+    if kind == isl.schedule_node_type.leaf:
+        return dst
+    if kind == isl.schedule_node_type.band:
+        dst = dst.insert_partial_schedule(src.band_get_partial_schedule())
+        dst = dst.band_set_permutable(src.band_get_permutable())
+        for k in range(src.band_n_member()):
+            dst = dst.band_member_set_coincident(k, src.band_member_get_coincident(k))
+        return _copy_subtree(src.child(0), dst.child(0)).parent()
+    if kind in (isl.schedule_node_type.sequence, isl.schedule_node_type.set):
+        n = src.n_children()
+        filters = isl.UnionSetList.alloc(src.get_ctx(), n)
+        for i in range(n):
+            filters = filters.add(src.child(i).filter_get_filter())
+        dst = dst.insert_sequence(filters) if kind == isl.schedule_node_type.sequence \
+            else dst.insert_set(filters)
+        for i in range(n):
+            dst = _copy_subtree(src.child(i).child(0), dst.child(i).child(0)).parent().parent()
+        return dst
+    raise _Unexpected(str(kind))
 
 
 def source_order(scop: Scop) -> isl.Schedule:
