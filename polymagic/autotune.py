@@ -329,9 +329,10 @@ def autotune(source: str, options: Options, language: str = "c",
     model, searched = None, None
     try:
         from .memory.tile_search import search_tile_sizes
-        found = search_tile_sizes(source, base.with_(tile=tile, tile_levels=(tile,),
-                                                     block=block), sizes=sizes,
-                                  language=language)
+        from .schedule import compute_schedule
+        asked = base.with_(tile=tile, tile_levels=(tile,), block=block)
+        found = search_tile_sizes(scop, compute_schedule(scop, base_compiled.deps, asked),
+                                  asked, sizes=sizes)
         model = found.model
         if found.searched:
             searched = tuple(found.tile)

@@ -21,7 +21,7 @@ from .expr import (Access, accesses, Assign, Binary, Call, CPrinter, Expr, Int, 
                    substitute, substitute_assign)
 from .expr import walk as walk_expr
 from .isl_util import ast_expr_to_expr, pw_aff_to_expr, set_to_expr, val_to_int
-from .mapping import _ALL_IDS, HOST_PARAM, MARK_PREFIX, KernelPlan, MappingResult, kernel_mark
+from .mapping.result import ALL_IDS as _ALL_IDS, HOST_PARAM, MARK_PREFIX, KernelPlan, MappingResult, kernel_mark
 
 #: names of the launch statements of the host tree in per-kernel mode
 GROUP_PREFIX = "pm_group_"

@@ -93,7 +93,7 @@ def compile_source(source: str, options: Options | None = None, language: str = 
     from .frontend import parse
     from .deps import compute_dependences
     from .schedule import compute_schedule
-    from .mapping import map_and_lower
+    from .compiler.lowering import map_and_lower
     from .codegen.cuda import print_cuda
     from .codegen.host import print_host_python
     front = _CACHE.get(("stage:front", source, language))
@@ -130,8 +130,7 @@ def compile_source(source: str, options: Options | None = None, language: str = 
 def _size_dependent(c: Compiled) -> bool:
     """Whether the code depends on the values of the sizes (``__constant__`` memory
     is decided at the given sizes, seed 004 §4.2)."""
-    return bool(c.program.constants) or any(
-        "give --size" in n or "would bring the constant arrays" in n for n in c.notes)
+    return bool(c.program.constants) or c.mapping.size_dependent
 
 
 def _size_values(scop: Scop, options: Options) -> tuple:

@@ -205,9 +205,9 @@ def test_time_tiled_cuda_compiles_with_nvrtc(name, tiles):
 def test_time_tiling_too_costly_is_a_one_line_error(monkeypatch):
     """When isl's AST generation of the skewed tiles exceeds the budget (with and
     without localisation): a clear error instead of minutes of work."""
-    from polymagic import mapping
+    from polymagic.compiler import lowering
     from polymagic.errors import CompileError
-    monkeypatch.setattr(mapping, "TIME_TILING_OPERATIONS", 1000)
+    monkeypatch.setattr(lowering, "TIME_TILING_OPERATIONS", 1000)
     with pytest.raises(CompileError, match="--time-tiling: .*--no-time-tiling"):
         compile_source((EXAMPLES / "jacobi-1d.c").read_text(),
                        parse_options(["--size", "tsteps=9,n=37", "--time-tiling", "3,8"]))
@@ -333,7 +333,7 @@ def test_jacobi_2d_tiles_4_32_32_compile_under_the_budget_and_match_cpu(sizes):
 
 
 def test_time_tiled_launch_set_is_the_wavefront_of_the_block():
-    """The mapper's launch set (:func:`polymagic.mapping._wavefront_launch`) selects,
+    """The mapper's launch set (:func:`polymagic.mapping.time_kernels.wavefront_launch`) selects,
     among a block's instances, exactly those of the launch's wavefront: checked with
     isl against the prefix schedule, on jacobi-1d and jacobi-2d."""
     import polymagic.lower as lower

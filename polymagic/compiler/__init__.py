@@ -1,0 +1,1 @@
+"""The compiler driver: the stages in order, source to printed code (issue 17)."""
