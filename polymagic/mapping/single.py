@@ -170,8 +170,10 @@ class SingleMapper(TimeKernels):
     def parallel_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
         """A kernel from a band with coincident leading members (the observer sees the
         band first)."""
-        self.observer.band(BandEvent(self.new_name(), node.band_get_partial_schedule(),
-                                     node.get_domain(), node.get_prefix_schedule_union_map()))
+        if self.observer is not NO_OBSERVER:
+            self.observer.band(BandEvent(self.new_name(), node.band_get_partial_schedule(),
+                                         node.get_domain(),
+                                         node.get_prefix_schedule_union_map()))
         return self._parallel_kernel(node)
 
     def _parallel_kernel(self, node: isl.ScheduleNode, reuse: KernelMemory | None = None

@@ -12,7 +12,7 @@ from .. import kir
 from ..memory.localcode import LocalBuffer, LocalPlan
 from ..memory.plan import CopyNamer
 from ..options import Options
-from ..schedule.superposition import SuperPlan
+from ..schedule.superposition import Kernel, SuperPlan, ThreadGroup
 from ..scop import Scop
 from .result import TreeReduction
 from .super_memory import SuperMemory
@@ -36,7 +36,7 @@ class SuperLocalisation:
     specialised: dict[str, int]
     text: Callable[[isl.MultiUnionPwAff, int], str]
 
-    def start_local(self, k, domain: isl.UnionSet, point: isl.UnionMap | None, n_host: int,
+    def start_local(self, k: Kernel, domain: isl.UnionSet, point: isl.UnionMap | None, n_host: int,
                     constant: set[str]) -> None:
         """Before kernel ``k``'s thread-level items are built: what seed 001 localisation
         must leave alone (seed 000 block buffers, seed 004 registers and ``__constant__``
@@ -63,7 +63,7 @@ class SuperLocalisation:
                 for a in self.scop.statement(s).accesses:
                     self.local_avoid[a.array] = "a tree reduction accesses it"
 
-    def end_local(self, k, kname: str):
+    def end_local(self, k: Kernel, kname: str):
         """The kernel's LocalPlan (None when nothing was tried), with a note when
         ``--localise LOOP`` names one of its iterators that the superposition maps to
         blocks or threads (a parallel loop: nothing to localise along)."""
@@ -90,7 +90,7 @@ class SuperLocalisation:
         return sum(b.nbytes for b in self.memory.mem.buffers) + \
             sum(lb.nbytes for lb in self.local.buffers)
 
-    def _sequential_loops(self, g) -> list[str]:
+    def _sequential_loops(self, g: ThreadGroup) -> list[str]:
         """The source loops each thread of group ``g`` runs (neither a block, thread nor
         step loop), outermost first: the candidates of seed 001 intra-thread
         localisation."""
@@ -100,14 +100,14 @@ class SuperLocalisation:
             out += [its[lp[0]] for lp in self._unmapped(g, s) if its[lp[0]] not in out]
         return out
 
-    def _unmapped(self, g, s: str) -> list:
+    def _unmapped(self, g: ThreadGroup, s: str) -> list:
         """The loops of statement ``s`` (of group ``g``) that are neither a thread, a
         block nor a step loop, outermost first (its nest's ``loops`` entries)."""
         used = {d[s][0] for d in g.dims} | {b[s][0] for b in self.kernel_block if s in b} | \
             {st[s][0] for st in self.steps if s in st}
         return [lp for lp in self.plan.nests[s].loops if lp[0] not in used]
 
-    def _same_loops(self, g) -> bool:
+    def _same_loops(self, g: ThreadGroup) -> bool:
         """Whether every statement of group ``g`` runs the same source loops (by
         iterator name) on each block and thread dimension."""
         for dims in (g.dims, self.kernel_block):
@@ -118,7 +118,7 @@ class SuperLocalisation:
                     return False
         return True
 
-    def localise_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
+    def localise_group(self, node: isl.ScheduleNode, g: ThreadGroup) -> isl.ScheduleNode:
         """Seed 001 §4 inside thread group ``g`` (``node``: its thread filter): along a
         loop each thread runs sequentially (``--localise LOOP[:w]``, else the one the
         analytic model picks, :func:`.memory.localcode.auto_localise`, as the single

@@ -10,7 +10,7 @@ from ..memory.localcode import LocalPlan
 from ..memory.plan import BufferPlan, CopyNamer, KernelMemory, drop_register_buffers, \
     graft_copies
 from ..options import Options
-from ..schedule.superposition import SuperPlan
+from ..schedule.superposition import Kernel, SuperPlan, ThreadGroup
 from ..scop import Scop
 from .result import TreeReduction
 from .tree import thread_dims, walk_items
@@ -96,7 +96,7 @@ class SuperMemory:
         self.mem.decisions += lines + dropped
         return self
 
-    def plan_group(self, node: isl.ScheduleNode, g, chunk: isl.MultiUnionPwAff
+    def plan_group(self, node: isl.ScheduleNode, g: ThreadGroup, chunk: isl.MultiUnionPwAff
                    ) -> list[BufferPlan]:
         """Buffers of the deferred arrays per thread tile of group ``g`` (built at
         ``node``, a leaf): the prefix is the group's (host, block tile, step loops)
@@ -144,7 +144,7 @@ class SuperMemory:
                                     for h in heads if d.startswith(h)), d)
                               for d in self.mem.decisions] + lines
 
-    def registers(self, k, domain: isl.UnionSet, point: isl.UnionMap, n_host: int,
+    def registers(self, k: Kernel, domain: isl.UnionSet, point: isl.UnionMap, n_host: int,
                   tiles: list[int]) -> None:
         """Seed 004 §4.2 on the superposed kernel ``k``: the arrays whose subscripts vary
         only with its thread points (:meth:`.superposition.SuperMapper.thread_points`) are planned
@@ -185,13 +185,13 @@ class SuperMemory:
         self.mem.registers = kept
         self.block_bufs = [b for b in self.block_bufs if b.array not in dropped]
 
-    def register_plan(self, k, domain: isl.UnionSet, point: isl.UnionMap | None, n_host: int
+    def register_plan(self, k: Kernel, domain: isl.UnionSet, point: isl.UnionMap | None,
+                      n_host: int
                       ) -> tuple[list, list[str]] | None:
         """:func:`.memory.registers.plan_registers` on kernel ``k``'s thread points (no
         side effect: :meth:`registers` applies it; the localisation asks it first, to
         leave the register arrays alone); None when no register can be planned."""
         from ..memory.registers import plan_registers
-        from ..schedule.superposition import ThreadGroup
         mapper = self.mapper
         scop, options, plan = mapper.scop, mapper.options, mapper.plan
         if not options.registers:
@@ -210,11 +210,10 @@ class SuperMemory:
                               list(dict.fromkeys(mapped)), list(dict.fromkeys(seq)),
                               n_host=n_host)
 
-    def _one_point(self, k, s: str, tiles: list[int]) -> bool:
+    def _one_point(self, k: Kernel, s: str, tiles: list[int]) -> bool:
         """Each thread runs at most one thread point of statement ``s`` per block: every
         loop of its group on a thread axis is a block loop whose tile has no more
         points than threads along that axis."""
-        from ..schedule.superposition import ThreadGroup
         blk = self.mapper.block
         for g in walk_items(k.body):
             if not isinstance(g, ThreadGroup) or s not in g.statements:

@@ -22,7 +22,8 @@ from ..memory.constant import ConstantChooser
 from ..memory.localcode import LocalBuffer, LocalPlan
 from ..memory.plan import BufferPlan, CopyNamer, atomic, graft_copies
 from ..options import Options, per_thread_tile
-from ..schedule.superposition import Kernel, SuperPlan, ThreadGroup
+from ..schedule.loop_kinds import reduction_operator
+from ..schedule.superposition import Kernel, StepLoop, SuperPlan, ThreadGroup
 from ..scop import Scop
 from .observer import (NO_OBSERVER, GroupBuffersEvent, MappingObserver, SuperKernelEvent,
                        ThreadTilesEvent)
@@ -72,7 +73,6 @@ def default_block(k: Kernel, options: Options) -> tuple[int, int, int]:
     """Threads per block of superposition kernel ``k`` before a given tile caps
     them: ``--block``, else :data:`DEFAULT_BLOCKS` for its thread groups' largest
     number of dims."""
-    from ..schedule.superposition import ThreadGroup
     groups = [g for g in walk_items(k.body) if isinstance(g, ThreadGroup)]
     n_thr = max((len(g.dims) for g in groups), default=0)
     if options.block:
@@ -84,7 +84,6 @@ def tied_axes(k: Kernel) -> list[list[str]]:
     """Per block loop of kernel ``k`` (outermost first), the thread axes on which a
     (non-reduction) thread group runs that same loop: the tile of that block loop
     is split over those threads (seed 003 §4.2, ``Θ_out`` tiled by ``TL``)."""
-    from ..schedule.superposition import ThreadGroup
     groups = [g for g in walk_items(k.body) if isinstance(g, ThreadGroup)]
     return [[ax for g in groups if not g.reduction for d, ax in zip(g.dims, "xyz")
              if all(b.get(s) == v for s, v in d.items())] for b in k.block]
@@ -97,7 +96,6 @@ def tiles_and_threads(k: Kernel, options: Options) -> tuple[list[int], tuple[int
     running block loop j, so each thread computes ``t_j`` points of the tile,
     strided by the block size (the thread filter is cyclic) so that consecutive
     threads still touch consecutive elements (seed 003's coalescing)."""
-    from ..schedule.superposition import ThreadGroup
     groups = [g for g in walk_items(k.body) if isinstance(g, ThreadGroup)]
     blk = default_block(k, options)
     tiles = []
@@ -152,8 +150,10 @@ class SuperMapper(SuperLocalisation):
         self.params = ", ".join(scop.size_params + ALL_IDS)
         self.block: tuple[int, int, int] = (1, 1, 1)
         self.memory: SuperMemory | None = None             # the kernel being built
-        self.steps: list[dict[str, tuple[int, int]]] = []          # loops of the step loops around the node built
-        self.kernel_block: list[dict[str, tuple[int, int]]] = []   # block loops of the kernel being built
+        #: the step loops around the node being built, and the block loops of the kernel
+        #: being built (statement -> (loop position, direction), as the plan's loops)
+        self.steps: list[dict[str, tuple[int, int]]] = []
+        self.kernel_block: list[dict[str, tuple[int, int]]] = []
         self.reductions: dict[str, TreeReduction] = {}      # by statement
         self.constants = ConstantChooser(scop, options.sizes)
         self.local_copies: dict[str, tuple[str, LocalBuffer]] = {}   # seed 001 moves
@@ -161,8 +161,6 @@ class SuperMapper(SuperLocalisation):
         self.local_avoid: dict[str, str] = {}    # arrays not to localise, with the reason
         self.specialised: dict[str, int] = {}    # sizes a step loop's L was sized at
         self.text = SuperText(scop)
-        from ..schedule.loop_kinds import reduction_operator
-        from ..schedule.superposition import ThreadGroup
         for g in walk_items(plan.items):
             if isinstance(g, ThreadGroup) and g.reduction:
                 for st in g.statements:
@@ -258,7 +256,6 @@ class SuperMapper(SuperLocalisation):
         return _sync_graft(self.scop, node, self.namer.sync())
 
     def item(self, node: isl.ScheduleNode, it, in_kernel: bool) -> isl.ScheduleNode:
-        from ..schedule.superposition import Kernel, StepLoop
         if isinstance(it, StepLoop):
             band = node.insert_partial_schedule(
                 self._mupa([{s: self._loop(it.loop[s]) for s in it.statements}]))
@@ -277,7 +274,7 @@ class SuperMapper(SuperLocalisation):
             return self.kernel(node, it)
         return self.thread_group(node, it)
 
-    def points_per_thread(self, k, tiles: list[int], blk: tuple[int, int, int]
+    def points_per_thread(self, k: Kernel, tiles: list[int], blk: tuple[int, int, int]
                           ) -> tuple[int, ...]:
         """Points of the block tile each thread computes along each block loop: ⌈T/B⌉
         on the axis running that loop, 1 on a block loop no thread axis runs."""
@@ -383,7 +380,7 @@ class SuperMapper(SuperLocalisation):
         return GroupBuffersEvent(self.kernel_name, tuple(g.statements),
                                  tuple(b.name for b in bufs), split, sub, loop)
 
-    def thread_points(self, k, host: isl.UnionMap) -> isl.UnionMap | None:
+    def thread_points(self, k: Kernel, host: isl.UnionMap) -> isl.UnionMap | None:
         """Each instance of kernel ``k`` -> its thread point (seed 004 §4.2 on seed
         003's tree): the host loops, the block loops ``Θ_out`` (not tiled), then the
         loops of its thread group on thread x, y, z (``0`` where the group maps fewer:
@@ -393,7 +390,6 @@ class SuperMapper(SuperLocalisation):
         and :class:`.memory.constant.ConstantChooser`; the step loops, run by every
         thread, are not part of it.  None when a statement of ``k`` is in no thread
         group (then neither registers nor constants are planned)."""
-        from ..schedule.superposition import ThreadGroup
         groups = [g for g in walk_items(k.body) if isinstance(g, ThreadGroup)]
         members = [{s: self._loop(b[s]) for s in k.statements} for b in k.block]
         for a in range(3):
@@ -404,13 +400,12 @@ class SuperMapper(SuperLocalisation):
         mupa = isl.UnionMap.from_multi_union_pw_aff(self._mupa(members))
         return host.flat_range_product(mupa.intersect_domain(host.domain()))
 
-    def block_memory(self, kname: str, k, body: isl.ScheduleNode | None,
+    def block_memory(self, kname: str, k: Kernel, body: isl.ScheduleNode | None,
                      host: isl.UnionMap) -> "SuperMemory":
         """Plan the kernel's block-level buffers (``body``: the leaf below its block
         tile band, None for a one-block kernel); arrays whose block footprint grows
         with the problem size are left to its thread groups
         (:meth:`SuperMemory.plan_group`)."""
-        from ..schedule.superposition import ThreadGroup
         mem = SuperMemory(self, kname, host, body.get_schedule_depth() - len(k.block)
                            if body is not None else 0, len(k.block))
         if self.options.shared == "none":
@@ -423,7 +418,7 @@ class SuperMapper(SuperLocalisation):
                               "buffers are planned per block tile")
         return mem.plan_block(body)
 
-    def reduction_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
+    def reduction_group(self, node: isl.ScheduleNode, g: ThreadGroup) -> isl.ScheduleNode:
         """A tree reduction: the source order of its statements (reduction loop
         innermost, shared by all of them) with ``pm_rini`` before and ``pm_rfin`` after
         that loop, only the statements filtered by ``loop ≡ threadIdx.x (mod
@@ -462,17 +457,17 @@ class SuperMapper(SuperLocalisation):
         return node.insert_filter(self._filter(g.statements, conds).intersect_params(
             id_bounds(ctx)))
 
-    def thread_group(self, node: isl.ScheduleNode, g) -> isl.ScheduleNode:
+    def thread_group(self, node: isl.ScheduleNode, g: ThreadGroup) -> isl.ScheduleNode:
         if g.reduction:
             return self.reduction_group(node, g)
         wanted = self.memory is not None and self.memory.planned and bool(self.memory.deferred)
         chunk = self.thread_tiles(node, g) if wanted else None
         bufs = self.memory.plan_group(node, g, chunk) if chunk is not None else []
-        if wanted:
+        if wanted and self.observer is not NO_OBSERVER:
             self.observer.thread_tiles(ThreadTilesEvent(self.kernel_name,
                                                         tuple(g.statements), chunk))
-        if bufs:
-            self.observer.group_buffers(self.group_event(g, chunk, bufs))
+            if bufs:
+                self.observer.group_buffers(self.group_event(g, chunk, bufs))
         nests = self.plan.nests
         width = max(2 * len(nests[s].loops) + 1 for s in g.statements)
         orig = []
@@ -514,7 +509,7 @@ class SuperMapper(SuperLocalisation):
             node = node.ancestor(node.get_tree_depth() - depth)
         return node
 
-    def thread_tiles(self, node: isl.ScheduleNode, g) -> isl.MultiUnionPwAff | None:
+    def thread_tiles(self, node: isl.ScheduleNode, g: ThreadGroup) -> isl.MultiUnionPwAff | None:
         """The thread tiles of a thread group built at ``node``: ``⌊Θ_thread /
         blockDim⌋`` per thread dimension (outermost first), one point per thread in
         each tile, then, when legal, a sub-tile ``⌊L / T⌋`` of a loop ``L`` each
@@ -537,7 +532,7 @@ class SuperMapper(SuperLocalisation):
             members.append(sub)
         return self._mupa(members)
 
-    def sub_tile(self, g) -> dict[str, str] | None:
+    def sub_tile(self, g: ThreadGroup) -> dict[str, str] | None:
         """Per statement of ``g``, ``⌊L / T⌋`` of its outermost loop that is neither a
         thread, a block nor a step loop (``0`` for a statement without one); None when
         no statement has such a loop."""
@@ -547,7 +542,7 @@ class SuperMapper(SuperLocalisation):
                for s, lp in self.free_loops(g).items()}
         return out if any(v != "0" for v in out.values()) else None
 
-    def free_loops(self, g) -> dict[str, str | None]:
+    def free_loops(self, g: ThreadGroup) -> dict[str, str | None]:
         """Per statement of ``g``, its outermost loop that is neither a thread, a block
         nor a step loop (the loop :meth:`sub_tile` tiles), None without one."""
         out: dict[str, str | None] = {}
@@ -577,8 +572,7 @@ class SuperMapper(SuperLocalisation):
         m = isl.Map.from_union_map(pairs)
         return m.intersect(isl.Map.lex_gt(m.domain().get_space())).is_empty()
 
-    def summary(self, k, tiles: list[int], blk: tuple[int, int, int]) -> str:
-        from ..schedule.superposition import StepLoop, ThreadGroup
+    def summary(self, k: Kernel, tiles: list[int], blk: tuple[int, int, int]) -> str:
         text = self.plan.loop_text
         parts = [f"{text(b)}→block.{'xyz'[len(k.block) - 1 - j]} (tile {t})"
                  for j, (b, t) in enumerate(zip(k.block, tiles))] or ["one block"]

@@ -174,7 +174,8 @@ class TimeKernels:
         as for the one-block time loop).  On unless ``--shared none`` or ``--no-localise``; ``--localise
         LOOP:w`` sets the window.  Tiles take these per-step moves only when
         ``--localise`` asks (with 2+ spatial loops they cost tens of seconds to minutes
-        of isl's AST generation; :data:`LOCALISED_TILES_FACTOR` times the budget); by
+        of isl's AST generation;
+        :data:`polymagic.compiler.lowering.LOCALISED_TILES_FACTOR` times the budget); by
         default their whole footprint is copied in once and written back once
         (:meth:`box_tile`, about a second; jacobi-1d: the same global loads and stores
         as the per-step moves, compiled in 0.6 s instead of 1-2 s).  With :data:`TILE_FOOTPRINT` L holds the

@@ -8,6 +8,7 @@ from typing import Iterator
 
 import islpy as isl
 
+from ..schedule.superposition import Kernel, StepLoop, ThreadGroup
 from ..scop import Scop
 from .result import ALL_IDS
 
@@ -108,14 +109,12 @@ def mapped_param_space(scop: Scop) -> isl.Space:
 def walk_items(items) -> Iterator:
     """Every item of a superposition plan (seed 003 §4.2: kernels, step loops,
     thread groups), depth first."""
-    from ..schedule.superposition import Kernel, StepLoop
     for it in items:
         yield it
         if isinstance(it, (StepLoop, Kernel)):
             yield from walk_items(it.body)
 
 
-def thread_dims(k) -> bool:
+def thread_dims(k: Kernel) -> bool:
     """Whether a thread group of superposition kernel ``k`` maps a loop to threads."""
-    from ..schedule.superposition import ThreadGroup
     return any(isinstance(g, ThreadGroup) and g.dims for g in walk_items(k.body))

@@ -365,7 +365,8 @@ def _blocks_of(options: Options, m: int) -> tuple[int, ...]:
     return tuple(blk[m - 1 - j] for j in range(m))
 
 
-def fit_model(scop: Scop, sched: ScheduleResult, options: Options, sizes: dict, gpu: GpuModel = H100,
+def fit_model(scop: Scop, sched: ScheduleResult, options: Options, sizes: dict,
+              gpu: GpuModel = H100,
               workers: int | None = None) -> tuple[TileModel, list[str]]:
     """Sample the real planner and fit M(t), V(t), N(t) (raises :class:`FitError`)."""
     global _WORK

@@ -143,7 +143,8 @@ def _roundness(tile: tuple[int, ...]) -> int:
     return sum(min((v & -v).bit_length() - 1, 5) for v in tile)
 
 
-def search_schedule(scop: Scop, sched: ScheduleResult, options: Options, sizes: dict, gpu: GpuModel = H100,
+def search_schedule(scop: Scop, sched: ScheduleResult, options: Options, sizes: dict,
+                    gpu: GpuModel = H100,
                     starts: int = 6, workers: int | None = None, seed: int = 0,
                     prefer_round: float = 0.02, model: TileModel | None = None
                     ) -> TileSearchResult:
