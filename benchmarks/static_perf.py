@@ -665,7 +665,7 @@ def program_report(name: str, source_path: Path, sizes: dict, nvdisasm: str,
     elf, ptxas, code = machine_figures(compiled.cuda, nvdisasm)
     ints = {p: int(sizes[p]) for p in program.size_params if p in sizes}
     grids = count_launches(compiled.host_py, ints)
-    counts = predict_for(compiled, options, sizes)
+    counts = predict_for(compiled, sizes)
     stmts = kernel_statements(compiled)
     reports = []
     for kname, kk in program.kernels.items():

@@ -79,9 +79,9 @@ def test_emulator_catches_a_mapping_that_ignores_dependences(monkeypatch, fresh_
                                                             name, sizes):
     """Planted mapping bug: every band member treated as parallel.  The generated
     kernels race; the emulator must say so rather than return a result."""
-    from polymagic import mapping
     from polymagic.errors import EmulatorError
-    monkeypatch.setattr(mapping, "leading_coincident", lambda node: node.band_n_member())
+    from polymagic.mapping import single
+    monkeypatch.setattr(single, "leading_coincident", lambda node: node.band_n_member())
     opts = Options(sizes=sizes, target="emulator", tile=(8, 8, 8), block=(4, 4, 2))
     compiled = compile_source(_source(name), opts)
     with pytest.raises(EmulatorError, match="data race"):

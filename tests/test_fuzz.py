@@ -15,7 +15,8 @@ import pytest
 
 from fuzz import main as fuzz_main
 from fuzz import runner, shrink
-from polymagic import compiler, mapping
+from polymagic import compiler
+from polymagic.mapping import single
 
 CI_CASES = 300
 CI_SEED = 20240
@@ -51,7 +52,7 @@ def test_seeded_campaign_has_no_new_failures():
 def planted_bug(monkeypatch):
     """Every band member counts as coincident: loops carrying dependences get
     mapped to parallel threads.  Compile caches are cleared around it."""
-    monkeypatch.setattr(mapping, "leading_coincident", lambda node: node.band_n_member())
+    monkeypatch.setattr(single, "leading_coincident", lambda node: node.band_n_member())
     compiler.clear_caches()
     yield
     compiler.clear_caches()

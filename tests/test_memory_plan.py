@@ -132,7 +132,7 @@ def test_predicted_counts_equal_the_emulator_per_kernel(name, sizes):
     for shared in ("auto", "none"):
         opts = Options(sizes=sizes, target="emulator", shared=shared)
         c, r = _compile_run(name, sizes, shared=shared)
-        pred = predict_for(c, opts)
+        pred = predict_for(c, opts.sizes)
         emu = r.counters["per_kernel"]
         assert set(pred) == set(emu)
         for k, p in pred.items():
@@ -152,7 +152,7 @@ def test_shared_memory_cuts_loads_by_the_predicted_ratio(name, sizes):
     for shared in ("auto", "none"):
         opts = Options(sizes=sizes, target="emulator", shared=shared)
         c, runs[shared] = _compile_run(name, sizes, shared=shared)
-        preds[shared] = sum(p.loads for p in predict_for(c, opts).values())
+        preds[shared] = sum(p.loads for p in predict_for(c, opts.sizes).values())
     assert (runs["none"].counters["loads"], runs["auto"].counters["loads"]) == \
         (preds["none"], preds["auto"])
     assert runs["none"].counters["loads"] / runs["auto"].counters["loads"] > 2
@@ -170,6 +170,6 @@ def test_predicted_counts_hold_across_the_examples(name, sizes, mapping):
     from polymagic.memory.counts import predict_for
     opts = Options(sizes=sizes, target="emulator", mapping=mapping)
     c, r = _compile_run(name, sizes, mapping=mapping)
-    pred = predict_for(c, opts)
+    pred = predict_for(c, opts.sizes)
     assert {k: (p.loads, p.stores) for k, p in pred.items()} == \
         {k: (v["loads"], v["stores"]) for k, v in r.counters["per_kernel"].items()}

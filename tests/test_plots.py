@@ -161,7 +161,9 @@ def test_figure_renders_in_ipython():
 
 def test_tile_search_picture():
     from polymagic.memory.tile_search import search_tile_sizes
-    r = search_tile_sizes(GEMM, Options(sizes={"N": 128}), workers=1)
+    o = Options(sizes={"N": 128})
+    c = compile_source(GEMM, o)
+    r = search_tile_sizes(c.scop, c.schedule, o, workers=1)
     fig = P.tile_search(r)
     assert P.to_png(fig, dpi=30).startswith(PNG)
     assert fig.axes[0].get_xscale() == "log"

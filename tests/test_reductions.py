@@ -132,7 +132,7 @@ void rowmax(int n, int m, float A[n][m], float r[n]) {
         assert r.ok, r.message
         assert any(k.shared for k in c.program.kernels.values())
         from polymagic.memory.counts import predict_for
-        pred = predict_for(c, opts)    # max: every thread reads the element once per row
+        pred = predict_for(c, opts.sizes)    # max: every thread reads the element once per row
         assert {k: (p.loads, p.stores) for k, p in pred.items()} == \
             {k: (v["loads"], v["stores"]) for k, v in r.counters["per_kernel"].items()}
 
@@ -206,6 +206,6 @@ def test_predicted_counts_hold(name):
     from polymagic.memory.counts import predict_for
     c, r = _check(name, 37)
     opts = Options(sizes=_sizes(name, 37), target="emulator")
-    pred = predict_for(c, opts)
+    pred = predict_for(c, opts.sizes)
     assert {k: (p.loads, p.stores) for k, p in pred.items()} == \
         {k: (v["loads"], v["stores"]) for k, v in r.counters["per_kernel"].items()}

@@ -184,7 +184,7 @@ def test_predicted_counts_equal_the_emulator():
     for n in (5, 37):
         opts = Options(sizes={"n": n}, target="emulator")
         c, r = _check(_src("gesummv"), {"n": n})
-        pred = predict_for(c, opts)
+        pred = predict_for(c, opts.sizes)
         emu = r.counters["per_kernel"]
         assert {k: (p.loads, p.stores) for k, p in pred.items()} == \
             {k: (v["loads"], v["stores"]) for k, v in emu.items()}

@@ -52,7 +52,7 @@ def test_gemm_accumulator_in_a_register_replaces_its_buffer():
                in n for n in c.notes)
     assert any(n.startswith("kernel0: C: not buffered (kept in registers") for n in c.notes)
     # the counts model predicts the emulator's figures exactly (C: once per point)
-    pred = predict_for(c, opts)
+    pred = predict_for(c, opts.sizes)
     assert sum(p.loads for p in pred.values()) == r.counters["loads"]
     assert sum(p.stores for p in pred.values()) == r.counters["stores"]
     assert r.counters["stores"] == 37 * 37
@@ -73,7 +73,7 @@ def test_gemm_global_loads_drop_by_the_k_loop(sizes):
     assert _registers(on) == {"kernel0": ["C"]} and not _registers(off)
     assert r_off.counters["loads"] - r_on.counters["loads"] == n ** 3 - n ** 2
     assert r_off.counters["stores"] - r_on.counters["stores"] == n ** 3 - n ** 2
-    pred = predict_for(on, opts)
+    pred = predict_for(on, opts.sizes)
     assert sum(p.loads for p in pred.values()) == r_on.counters["loads"]
     assert sum(p.stores for p in pred.values()) == r_on.counters["stores"]
 

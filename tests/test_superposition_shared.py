@@ -41,7 +41,7 @@ def _loads(name: str, sizes: dict, **kw) -> tuple[int, object]:
     assert c.schedule.use_superposition
     r = run(c, opts)
     assert r.ok, r.message
-    pred = predict_for(c, opts)
+    pred = predict_for(c, opts.sizes)
     assert sum(k.loads for k in pred.values()) == r.counters["loads"]
     assert sum(k.stores for k in pred.values()) == r.counters["stores"]
     return r.counters["loads"], c

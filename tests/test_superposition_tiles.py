@@ -102,7 +102,7 @@ def test_model_equals_the_planner_and_respects_the_constraints(name):
     assert c.schedule.use_superposition
     for m_up in (48 * KB, 8 * KB):
         t0 = cpu_seconds()                  # CPU time: load does not trip the cap
-        res = search_tile_sizes(_src(name), Options(shared_mem=m_up, **_force(forced)), sizes)
+        res = search_tile_sizes(c.scop, c.schedule, Options(shared_mem=m_up, **_force(forced)), sizes)
         seconds = (cpu_seconds() - t0) / SEARCH_WORKERS
         assert res.searched, res.reason
         assert seconds < 5.0, seconds
@@ -132,7 +132,8 @@ def test_jacobi_2d_alt_sizes_follow_m_up_and_the_smallest_grid():
     """jacobi-2d-alt's A is buffered per thread tile of 8 rows (threadIdx.y) and 32 + 2
     columns: a block tile larger than the 8 rows only adds thread tiles, so the model
     is flat past 8 and the SMs (132 blocks at n = 1024) decide: 4 rows per block."""
-    res = search_tile_sizes(_src("jacobi-2d-alt"), Options(), {"tsteps": 10, "n": 1024})
+    c = compile_source(_src("jacobi-2d-alt"), Options(sizes={"tsteps": 10, "n": 1024}))
+    res = search_tile_sizes(c.scop, c.schedule, Options(), {"tsteps": 10, "n": 1024})
     (k,) = res.model.kernels
     (b,) = k.buffers
     assert [e.text() for e in b.extents] == ["t0", "34"] and b.thread_tiles == (0,)

@@ -13,10 +13,14 @@ import pathlib
 import islpy as isl
 import pytest
 
+from polymagic.deps import compute_dependences
+from polymagic.frontend import parse
 from polymagic.mapping import map_schedule
-from polymagic.memory.tile_search import H100, search_tile_sizes
+from polymagic.memory.tile_model import H100
+from polymagic.memory.tile_search import search_tile_sizes
 from polymagic.options import Options
 from polymagic.compiler import compile_source
+from polymagic.schedule import compute_schedule
 from polymagic.runtime.run import run
 from cpu_clock import SEARCH_WORKERS, cpu_seconds
 
@@ -38,7 +42,7 @@ def _search(name: str, m_up: int = 48 * KB, sizes: dict | None = None, model=Non
     key = (name, m_up, tuple(sorted(sizes.items())), model is not None)
     if key not in _SEARCHES:
         t0 = cpu_seconds()                  # CPU time: load does not trip the caps
-        res = search_tile_sizes(_src(name), Options(shared_mem=m_up), sizes, model=model)
+        res = search_tile_sizes(*_front(name), Options(shared_mem=m_up), sizes, model=model)
         _SEARCHES[key] = (res, (cpu_seconds() - t0) / SEARCH_WORKERS)
     return _SEARCHES[key][0]
 
@@ -46,12 +50,24 @@ def _search(name: str, m_up: int = 48 * KB, sizes: dict | None = None, model=Non
 _FRONT: dict = {}
 
 
-def _planner(name: str, tile: tuple[int, ...], m_up: int = 48 * KB):
-    """The planner's buffers at ``tile``: {(kernel, buffer): BufferPlan}, plans."""
+def _front(name: str):
+    """The example's Scop and schedule (the default options': the search's options
+    differ only in what the scheduler does not read)."""
     if name not in _FRONT:
         c = compile_source(_src(name), Options())
         _FRONT[name] = (c.scop, c.schedule)
-    scop, sched = _FRONT[name]
+    return _FRONT[name]
+
+
+def _scheduled(source: str, options: Options):
+    """Scop and schedule of ``source`` for ``options`` (the search's input)."""
+    scop = parse(source)
+    return scop, compute_schedule(scop, compute_dependences(scop), options)
+
+
+def _planner(name: str, tile: tuple[int, ...], m_up: int = 48 * KB):
+    """The planner's buffers at ``tile``: {(kernel, buffer): BufferPlan}, plans."""
+    scop, sched = _front(name)
     mapping = map_schedule(scop, sched, Options(shared_mem=m_up, tile=tile,
                                                 keep_register_buffers=True, vector=False))
     bufs = {(k, b.name): b for k, p in mapping.plans.items() if p.memory
@@ -201,7 +217,8 @@ def test_refuses_when_the_planner_is_not_affine_in_the_tile_sizes():
     """With δ = 0.8 the two-point stencil's constant reuse (t-1)/(t+1) decides for a
     buffer at t = 16 but not at t = 8: the buffers change with the tile size, the
     fit cannot hold, and the defaults are kept with the reason."""
-    res = search_tile_sizes(TWO_POINT, Options(delta=0.8), {"N": 1000})
+    res = search_tile_sizes(*_scheduled(TWO_POINT, Options(delta=0.8)), Options(delta=0.8),
+                            {"N": 1000})
     assert not res.searched
     assert res.tile == (256,)
     assert "depend on the tile sizes" in res.reason
@@ -209,7 +226,7 @@ def test_refuses_when_the_planner_is_not_affine_in_the_tile_sizes():
 
 
 def test_no_buffers_keeps_the_defaults():
-    res = search_tile_sizes(_src("gemm"), Options(shared="none"), {"N": 512})
+    res = search_tile_sizes(*_front("gemm"), Options(shared="none"), {"N": 512})
     assert not res.searched and res.tile == (32, 32)
     assert "no shared-memory buffers" in res.reason
 
@@ -217,7 +234,7 @@ def test_no_buffers_keeps_the_defaults():
 def test_missing_size_is_a_user_error():
     from polymagic.errors import OptionsError
     with pytest.raises(OptionsError, match="tsteps"):
-        search_tile_sizes(_src("jacobi-2d"), Options(), {"n": 100})
+        search_tile_sizes(*_front("jacobi-2d"), Options(), {"n": 100})
 
 
 @pytest.mark.parametrize("name", ["gemm", "jacobi-2d"])

@@ -68,7 +68,7 @@ def test_per_thread_tiles_match_cpu_and_predicted_counts(name, sizes, levels, or
     for k in c.program.kernels.values():
         if k.block != (1, 1, 1):
             assert k.block[:2] == threads[::-1]
-    pred = predict_for(c, opts)
+    pred = predict_for(c, opts.sizes)
     emu = r.counters["per_kernel"]
     assert set(pred) == set(emu)
     for k, p in pred.items():
@@ -176,7 +176,7 @@ def test_per_thread_tiles_without_shared_memory():
     assert c.program.kernels["kernel0"].block == (16, 16, 1)
     assert not c.program.kernels["kernel0"].shared
     assert "jammed inside the sub-tile loops" in c.summary
-    pred = predict_for(c, opts)["kernel0"]
+    pred = predict_for(c, opts.sizes)["kernel0"]
     assert (pred.loads, pred.stores) == (r.counters["loads"], r.counters["stores"])
     assert (r.counters["loads"], r.counters["stores"]) == (2 * n ** 3 + n * n, n * n)
 
@@ -205,7 +205,7 @@ def test_json_shared_bytes_drop_for_gemm():
     ("jacobi-2d", {"n": 13, "tsteps": 2}, ((32, 32), (2, 4)))])
 def test_per_thread_tiles_without_shared_memory_match_cpu(name, sizes, levels):
     c, r, opts = _compile_run(name, sizes, levels, shared="none", emu_order="reverse")
-    pred = predict_for(c, opts)
+    pred = predict_for(c, opts.sizes)
     emu = r.counters["per_kernel"]
     for k, p in pred.items():
         assert (p.loads, p.stores) == (emu[k]["loads"], emu[k]["stores"]), k

@@ -332,7 +332,7 @@ def test_jacobi_2d_tiles_4_32_32_compile_under_the_budget_and_match_cpu(sizes):
 
 
 def test_time_tiled_launch_set_is_the_wavefront_of_the_block():
-    """The mapper's launch set (:func:`polymagic.mapping._wavefront_launch`) selects,
+    """The mapper's launch set (:func:`polymagic.mapping.time_kernels.wavefront_launch`) selects,
     among a block's instances, exactly those of the launch's wavefront: checked with
     isl against the prefix schedule, on jacobi-1d and jacobi-2d."""
     from polymagic.deps import compute_dependences

@@ -116,7 +116,7 @@ def test_emulator_equals_cpu_and_predicted_counts(name, ctype, aligned, tile):
         c = compile_source(_src(name, ctype), opts)
         r = run(c, opts)
         assert r.ok, r.message
-        pred = predict_for(c, opts)
+        pred = predict_for(c, opts.sizes)
         emu = r.counters["per_kernel"]
         for k, p in pred.items():
             assert (p.loads, p.stores) == (emu[k]["loads"], emu[k]["stores"]), k

@@ -328,9 +328,9 @@ def autotune(source: str, options: Options, language: str = "c",
     model, searched = None, None
     try:
         from ..memory.tile_search import search_tile_sizes
-        found = search_tile_sizes(source, base.with_(tile=tile, tile_levels=(tile,),
-                                                     block=block), sizes=sizes,
-                                  language=language)
+        # the schedule does not read tiles or blocks: the base compile's serves
+        asked = base.with_(tile=tile, tile_levels=(tile,), block=block)
+        found = search_tile_sizes(scop, base_compiled.schedule, asked, sizes=sizes)
         model = found.model
         if found.searched:
             searched = tuple(found.tile)

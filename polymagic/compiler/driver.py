@@ -214,8 +214,7 @@ def is_cached(source: str, options: CompileOptions | Options, language: str = "c
 def _size_dependent(c: Compiled) -> bool:
     """Whether the code depends on the values of the sizes (``__constant__`` memory
     is decided at the given sizes, seed 004 §4.2)."""
-    return bool(c.program.constants) or any(
-        "give --size" in n or "would bring the constant arrays" in n for n in c.notes)
+    return bool(c.program.constants) or c.mapping.size_dependent
 
 
 def _size_values(scop: Scop, options: CompileOptions) -> tuple:

@@ -71,6 +71,9 @@ class ConstantChooser:
         self.chosen: dict[str, int] = {}          # array -> bytes at the given sizes
         self.refused: set[str] = set()
         self.written = set(scop.written_arrays())
+        #: the choice read the values of the sizes: an array chosen at them, or refused
+        #: because a size is not given or the arrays would not fit at them
+        self.size_dependent = False
 
     def consider(self, kernel: str, domain: isl.UnionSet, point: isl.UnionMap,
                  n_host: int) -> tuple[set[str], list[str]]:
@@ -117,6 +120,7 @@ class ConstantChooser:
                 self.refused.add(array)
                 continue
             nbytes = array_bytes(self.scop, array, self.sizes)
+            self.size_dependent = True
             if nbytes is None:
                 lines.append(head + "not in constant memory (read-only and the same for every "
                              "thread, but its size is unknown at compile time: give --size)")

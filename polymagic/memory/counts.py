@@ -21,11 +21,32 @@ that is not taken is still predicted.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Protocol
 
 import islpy as isl
 
+from .. import kir
 from ..scop import Scop
+from .plan import KernelMemory
+
+
+class _KernelPlan(Protocol):
+    memory: KernelMemory | None
+    statements: list[str]
+
+
+class MappedKernels(Protocol):
+    """What the counts read of the mapping stage's result
+    (:class:`polymagic.mapping.MappingResult`; memory/ does not import the mapping)."""
+    plans: Mapping[str, _KernelPlan]
+    reductions: Mapping
+
+
+class CompiledProgram(Protocol):
+    """What :func:`predict_for` reads of a compile (``polymagic.compiler.Compiled``)."""
+    scop: Scop
+    mapping: MappedKernels
+    program: kir.Program
 
 
 @dataclass
@@ -69,13 +90,15 @@ def copy_volume(rel: isl.Map | None, sizes: Mapping[str, int]) -> int:
     return 0 if rel is None else count_points(rel.wrap(), sizes)
 
 
-def predict_counts(scop: Scop, mapping, sizes: Mapping[str, int],
-                   program=None) -> dict[str, KernelCounts]:
+def predict_counts(scop: Scop, mapping: MappedKernels, sizes: Mapping[str, int],
+                   program: kir.Program | None = None) -> dict[str, KernelCounts]:
     """Per kernel (KIR names: ``kernel0``...), the loads/stores the plan predicts.
 
-    ``mapping`` is :func:`polymagic.mapping.map_schedule`'s result for the options
-    the program was compiled with; with ``program`` (the KIR), buffers that did not
-    make it into a kernel (fallbacks) count as unbuffered references."""
+    ``mapping`` is the mapping stage's result (:class:`polymagic.mapping.MappingResult`)
+    the program was generated from, e.g. ``Compiled.mapping``, or
+    :func:`polymagic.mapping.map_schedule`'s for the options it was compiled with;
+    with ``program`` (the KIR), buffers that did not make it into a kernel
+    (fallbacks) count as unbuffered references."""
     out: dict[str, KernelCounts] = {}
     for pname, plan in mapping.plans.items():
         kname = pname[len("pm_"):] if pname.startswith("pm_") else pname
@@ -102,7 +125,7 @@ def predict_counts(scop: Scop, mapping, sizes: Mapping[str, int],
             if any(a.array == r.array and a.is_write for st in r.statements
                    for a in scop.statement(st).accesses):
                 kc.stores += n_points
-        trees = {r.stmt: r for r in getattr(mapping, "reductions", {}).values()}
+        trees = {r.stmt: r for r in mapping.reductions.values()}
         refs = refs | _shared_partner_reads(scop, trees)
         for sname in plan.statements:
             stmt = scop.statement(sname)
@@ -153,13 +176,11 @@ def _shared_partner_reads(scop, trees: dict) -> set[tuple[str, int]]:
     return out
 
 
-def predict_for(compiled, options, sizes: Mapping[str, int] | None = None
+def predict_for(compiled: CompiledProgram, sizes: Mapping[str, int]
                 ) -> dict[str, KernelCounts]:
-    """:func:`predict_counts` for a compiled program (re-runs the mapping stage)."""
-    from ..mapping import map_schedule
-    sizes = dict(options.sizes if sizes is None else sizes)
-    mapping = map_schedule(compiled.scop, compiled.schedule, options)
-    return predict_counts(compiled.scop, mapping, sizes, compiled.program)
+    """:func:`predict_counts` for a compiled program, from the mapping its code was
+    generated from (``compiled.mapping``)."""
+    return predict_counts(compiled.scop, compiled.mapping, dict(sizes), compiled.program)
 
 
 __all__ = ["KernelCounts", "count_points", "copy_volume", "predict_counts", "predict_for"]
