@@ -180,7 +180,7 @@ def time_tiles(sizes: tuple[int, ...], m: int) -> tuple[int, ...]:
 
 
 #: The mark above the tile band of a time-tiled schedule whose tiles run on the
-#: threads of a block (the mapper makes it one kernel, :meth:`.mapping._Mapper.time_tile_kernel`).
+#: threads of a block (the mapper makes it one kernel, :meth:`.mapping.time_kernels.TimeKernels.time_tile_kernel`).
 TIME_TILES_MARK = "pm_time_tiles"
 
 

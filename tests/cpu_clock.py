@@ -13,6 +13,6 @@ def cpu_seconds() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-#: processes the tile search runs its samples in (polymagic.memory.tile_search's
+#: processes the tile search runs its samples in (polymagic.tiles.search's
 #: default): its CPU time is up to this many times its wall time on an idle machine
 SEARCH_WORKERS = min(2, os.cpu_count() or 1)

@@ -160,7 +160,7 @@ def test_figure_renders_in_ipython():
 
 
 def test_tile_search_picture():
-    from polymagic.memory.tile_search import search_tile_sizes
+    from polymagic.tiles.search import search_tile_sizes
     o = Options(sizes={"N": 128})
     c = compile_source(GEMM, o)
     r = search_tile_sizes(c.scop, c.schedule, o, workers=1)

@@ -17,7 +17,7 @@ import islpy as isl
 import pytest
 
 from polymagic.mapping import map_schedule
-from polymagic.memory.tile_search import search_tile_sizes
+from polymagic.tiles.search import search_tile_sizes
 from polymagic.options import Options
 from polymagic.compiler import compile_source
 from polymagic.runtime.run import run

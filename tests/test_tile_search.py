@@ -1,4 +1,4 @@
-"""Tile-size search of seed 000 §4.3 (polymagic.memory.tile_search).
+"""Tile-size search of seed 000 §4.3 (polymagic.tiles.search).
 
 The model is fitted to the real planner at a few tile vectors; these tests hold it
 to the planner at other tile vectors, check the chosen sizes against every
@@ -16,8 +16,8 @@ import pytest
 from polymagic.deps import compute_dependences
 from polymagic.frontend import parse
 from polymagic.mapping import map_schedule
-from polymagic.memory.tile_model import H100
-from polymagic.memory.tile_search import search_tile_sizes
+from polymagic.tiles.model import H100
+from polymagic.tiles.search import search_tile_sizes
 from polymagic.options import Options
 from polymagic.compiler import compile_source
 from polymagic.schedule import compute_schedule
@@ -62,7 +62,7 @@ def _front(name: str):
 def _scheduled(source: str, options: Options):
     """Scop and schedule of ``source`` for ``options`` (the search's input)."""
     scop = parse(source)
-    return scop, compute_schedule(scop, compute_dependences(scop), options)
+    return scop, compute_schedule(scop, compute_dependences(scop), options.compile.schedule)
 
 
 def _planner(name: str, tile: tuple[int, ...], m_up: int = 48 * KB):

@@ -7,7 +7,7 @@ configurations and scores each one:
 candidates (at most ``options.autotune_candidates``, in this order)
     the starting configuration (``--tile``/``--block`` or the mapping's defaults);
     the tile vector seed 000 §4.3's search chooses at the run's sizes
-    (:func:`polymagic.memory.tile_search.search_tile_sizes`), when it searched;
+    (:func:`polymagic.tiles.search.search_tile_sizes`), when it searched;
     a 3 × 3 grid around the start over two tile sizes (halved, kept, doubled): the
     two innermost block-tile members of the widest tiled band (the thread y and x
     axes), or for a one-member band its tile size and the threads on x; then the
@@ -327,10 +327,12 @@ def autotune(source: str, options: Options, language: str = "c",
     # seed 000 §4.3: the model's choice, and the model to cost every candidate
     model, searched = None, None
     try:
-        from ..memory.tile_search import search_tile_sizes
-        # the schedule does not read tiles or blocks: the base compile's serves
+        from ..schedule import compute_schedule
+        from ..tiles.search import search_tile_sizes
         asked = base.with_(tile=tile, tile_levels=(tile,), block=block)
-        found = search_tile_sizes(scop, base_compiled.schedule, asked, sizes=sizes)
+        sched = (base_compiled.schedule if asked.compile.schedule == base_compiled.options.schedule
+                 else compute_schedule(scop, base_compiled.deps, asked.compile.schedule))
+        found = search_tile_sizes(scop, sched, asked, sizes=sizes)
         model = found.model
         if found.searched:
             searched = tuple(found.tile)

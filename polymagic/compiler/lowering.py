@@ -30,7 +30,7 @@ from ..errors import CompileError, PolymagicError
 from ..isl_util import OperationBudget, budget_spent
 from ..lower import LowerOptions, lower
 from ..mapping import MappingResult, map_schedule
-from ..memory.tile_search import search_schedule
+from ..tiles.search import search_schedule
 from ..options import Options
 from ..schedule import ScheduleResult
 from ..scop import Scop

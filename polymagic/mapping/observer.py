@@ -2,7 +2,7 @@
 observer at fixed points of its walk, with frozen records of what it is about to
 map or has just planned.
 
-Seed 000 §4.3's tile-size search (:mod:`polymagic.memory.tile_sampling`) samples
+Seed 000 §4.3's tile-size search (:mod:`polymagic.tiles.sampling`) samples
 the real mapper and memory planner at several tile vectors and reads, besides the
 :class:`~.result.MappingResult`, what only the walk knows: a band's schedule before
 it is tiled, a superposition kernel's block loops ``Θ_out`` before ``TL_k`` tiles

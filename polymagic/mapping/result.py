@@ -21,7 +21,7 @@ DEFAULT_TILES = {1: (256,), 2: (32, 32), 3: (4, 8, 32)}
 DEFAULT_BLOCKS = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
 DEFAULT_SUB_TILE = 16
 #: The parameters ``pm_h0, pm_h1, ...`` a kernel receives the values of its host
-#: loops in (per-kernel code generation, :func:`.lower._kernel_schedule`).
+#: loops in (per-kernel code generation, :func:`polymagic.lower.per_kernel.kernel_schedule`).
 HOST_PARAM = "pm_h"
 #: kernel marks of the mapped tree are named ``pm_kernel0``, ``pm_kernel1``, ...
 MARK_PREFIX = "pm_kernel"

@@ -6,7 +6,7 @@ Every function returns a :class:`Figure` (a ``matplotlib.figure.Figure`` that al
 renders itself as PNG in IPython, with or without pyplot); nothing here imports
 IPython or ipywidgets.  The data come from :mod:`polymagic.report.explore`
 (the mapping's own filters and buffer plans, enumerated at small sizes), from
-:mod:`polymagic.memory.tile_search` and from run reports.
+:mod:`polymagic.tiles.search` and from run reports.
 
 =================================  ==================================================
 :func:`iteration_space`            a statement's instances projected to two loops,

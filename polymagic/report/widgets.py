@@ -512,12 +512,12 @@ class Explorer:
 
     def search_tiles(self):
         """Seed 000 §4.3's tile-size search for the current configuration."""
-        from ..memory.tile_search import search_tile_sizes
+        from ..tiles.search import search_tile_sizes
         from ..schedule import compute_schedule
         o = self.options()
         self.status.value = '<span style="color:#57606a">searching tile sizes…</span>'
         scop = self.compiled.scop
-        self.search = search_tile_sizes(scop, compute_schedule(scop, self.compiled.deps, o), o)
+        self.search = search_tile_sizes(scop, compute_schedule(scop, self.compiled.deps, o.compile.schedule), o)
         self.use_search.disabled = not self.search.searched
         self.status.value = escape(self.search.summary())
         self.picture_kind.value = "tile search"

@@ -218,7 +218,7 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     restricted forms of §5.1 have no skewing: wavefronts stay with the single
     mapping).  Otherwise the single mapping is used and a note says why.
     ``--localise LOOP`` keeps the superposition (seed 001 works inside its kernels:
-    :class:`polymagic.mapping._SuperMapper`), except where LOOP is one of its host
+    :class:`polymagic.mapping.superposition.SuperMapper`), except where LOOP is one of its host
     loops: the single mapping then runs that loop inside one block (seed 001 §5)."""
     from .superposition import plan_superposition
     if scop.domain.intersect_params(scop.context).is_empty():

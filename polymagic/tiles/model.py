@@ -1,5 +1,5 @@
 """Seed 000 §4.3's cost model of tile sizes (Baskaran et al., PPoPP'08), fitted to
-the real planner by :mod:`.tile_sampling` and minimised by :mod:`.tile_search`.
+the real planner by :mod:`.sampling` and minimised by :mod:`.search`.
 
 The model: per tiled kernel, each planned buffer's extents and the boxes of one
 block's copy-in and copy-out sets as affine functions of the tile sizes (§4.2), the

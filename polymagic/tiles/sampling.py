@@ -1,5 +1,5 @@
 """Sampling the real mapper and planner for seed 000 §4.3's tile-size search, and
-fitting :mod:`.tile_model`'s model to the samples.
+fitting :mod:`.model`'s model to the samples.
 
 The planner (:func:`polymagic.mapping.map_schedule` with
 :func:`polymagic.memory.plan.plan_kernel_memory`) is run at ``L + 1`` tile vectors
@@ -30,9 +30,10 @@ from ..mapping import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, BandEven
                        default_block, map_schedule, superposed, tied_axes)
 from ..options import Options
 from ..schedule import ScheduleResult
-from ..scop import DTYPES, Scop
-from .plan import STATIC_SHARED_LIMIT, BufferPlan
-from .tile_model import H100, Affine, BufferModel, GpuModel, KernelModel, TileModel, min_blocks
+from ..dtypes import DTYPES
+from ..scop import Scop
+from ..memory.plan import STATIC_SHARED_LIMIT, BufferPlan
+from .model import H100, Affine, BufferModel, GpuModel, KernelModel, TileModel, min_blocks
 
 
 class _Recorder(MappingObserver):

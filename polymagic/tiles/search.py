@@ -24,7 +24,7 @@ How the pieces are obtained here
   launches × tiles, ``r_k``: block level or sub-tile level, seed 000 §4.2's hoisting)
   is checked against the number of prefix points of the planner's copy sets there.
   When a check fails the search refuses and keeps the default sizes, saying why.
-  (:mod:`.tile_sampling`; the model itself is :mod:`.tile_model`.)
+  (:mod:`.sampling`; the model itself is :mod:`.model`.)
 * ``t`` is the ``--tile`` vector: the block-tile members of each kernel's band,
   then its sub-tile (sequential) members, outermost first
   (``SingleMapper.tile_sizes``, ``SingleMapper.sub_tile_sizes`` in
@@ -62,9 +62,9 @@ from ..mapping import DEFAULT_SUB_TILE
 from ..options import Options
 from ..schedule import ScheduleResult
 from ..scop import Scop
-from .plan import STATIC_SHARED_LIMIT
-from .tile_model import H100, GpuModel, TileModel, min_blocks
-from .tile_sampling import FitError, default_tile, fallback_default, fit_model
+from ..memory.plan import STATIC_SHARED_LIMIT
+from .model import H100, GpuModel, TileModel, min_blocks
+from .sampling import FitError, default_tile, fallback_default, fit_model
 
 
 @dataclass
