@@ -86,39 +86,10 @@ def _layer(module: str) -> int:
 
 
 def _circles() -> list[list[str]]:
-    """Strongly connected components of two or more modules (Tarjan)."""
-    graph = {m: {t for t in ts if t in MODULES} for m, ts in GRAPH.items()}
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on: set[str] = set()
-    comps: list[list[str]] = []
-
-    def strong(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in graph[v]:
-            if w not in index:
-                strong(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                comps.append(sorted(comp))
-
-    for v in sorted(graph):
-        if v not in index:
-            strong(v)
-    return comps
+    """Strongly connected components of two or more modules."""
+    from polymagic.schedule.loop_kinds import strongly_connected
+    edges = {(m, t) for m, ts in GRAPH.items() for t in ts if t in MODULES}
+    return [c for c in strongly_connected(sorted(MODULES), edges) if len(c) > 1]
 
 
 def test_no_import_circles():

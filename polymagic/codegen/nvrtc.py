@@ -78,11 +78,11 @@ def _ptx(nvrtc, prog) -> bytes:
     return buf.rstrip(b"\0")
 
 
-def compile_cuda(source: str, arch: str = "sm_90", name: str = "polymagic.cu",
-                 extra_options: tuple[str, ...] = ()) -> bytes:
-    """Compile CUDA source for ``arch`` (``sm_80``, ``sm_90``, ``compute_90``...) and
-    return the PTX.  A compilation error raises :class:`CompileError` carrying the
-    NVRTC program log with the generated source numbered below it."""
+def _compile(source: str, arch: str, name: str, extra_options: tuple[str, ...],
+             output) -> tuple[bytes, str]:
+    """Compile with NVRTC and return ``output(nvrtc, prog)`` (the PTX or the cubin)
+    and the program log; a compilation error raises :class:`CompileError` carrying
+    the log with the source numbered below it."""
     nvrtc = _nvrtc()
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     _check(nvrtc, err, "nvrtcCreateProgram")
@@ -94,9 +94,17 @@ def compile_cuda(source: str, arch: str = "sm_90", name: str = "polymagic.cu",
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CompileError(f"NVRTC could not compile the generated CUDA for {arch}:\n"
                                f"{log.strip()}\n\n{numbered(source)}")
-        return _ptx(nvrtc, prog)
+        return output(nvrtc, prog), log
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
+
+
+def compile_cuda(source: str, arch: str = "sm_90", name: str = "polymagic.cu",
+                 extra_options: tuple[str, ...] = ()) -> bytes:
+    """Compile CUDA source for ``arch`` (``sm_80``, ``sm_90``, ``compute_90``...) and
+    return the PTX.  A compilation error raises :class:`CompileError` carrying the
+    NVRTC program log with the generated source numbered below it."""
+    return _compile(source, arch, name, extra_options, _ptx)[0]
 
 
 def _cubin(nvrtc, prog) -> bytes:
@@ -121,20 +129,7 @@ def compile_cubin_with_log(source: str, arch: str = "sm_90", name: str = "polyma
     ``benchmarks/static_perf.py`` reads; the cubin itself does not depend on it.
     NVRTC compiles PTX to SASS itself when the architecture is a real one
     (``nvrtcGetCUBIN``), so no driver, GPU or ptxas binary is needed."""
-    nvrtc = _nvrtc()
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
-    _check(nvrtc, err, "nvrtcCreateProgram")
-    try:
-        opts = [f"--gpu-architecture={arch}".encode()]
-        opts += [o.encode() for o in BASE_OPTIONS + tuple(extra_options)]
-        (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        log = _log(nvrtc, prog)
-        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(f"NVRTC could not compile the generated CUDA for {arch}:\n"
-                               f"{log.strip()}\n\n{numbered(source)}")
-        return _cubin(nvrtc, prog), log
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+    return _compile(source, arch, name, extra_options, _cubin)
 
 
 def compile_cubin(source: str, arch: str = "sm_90", name: str = "polymagic.cu",
