@@ -48,6 +48,12 @@ class Note:
             kernel = f"{kernel} ({self.where})"
         return ": ".join(p for p in (kernel, self.subject, self.text) if p is not None)
 
+    def after_kernel(self) -> str:
+        """The line without its kernel's name (a kernel's own listing)."""
+        if self.kernel is None:
+            return str(self)
+        return ": ".join(p for p in (self.subject, self.text) if p is not None)
+
     def as_dict(self) -> dict[str, str | None]:
         """The structured fields and the printed line (for the JSON report)."""
         return {"stage": self.stage, "kind": self.kind, "kernel": self.kernel,

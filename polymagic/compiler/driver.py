@@ -83,6 +83,11 @@ class Compiled:
     #: the tile vector ``--tile auto`` chose (seed 000 §4.3); None when no search ran
     chosen_tile: tuple[int, ...] | None = None
 
+    @property
+    def note_lines(self) -> tuple[str, ...]:
+        """The notes as the lines users read (``str`` of each :class:`Note`)."""
+        return tuple(str(n) for n in self.notes)
+
 
 #: stage results and compiles by the keys of the module docstring (tests empty it
 #: with :func:`clear_caches`)

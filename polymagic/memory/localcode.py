@@ -140,7 +140,7 @@ def _reusing(scop: Scop, prefix, array: str, window: int, who: tuple[str, str],
         decisions.append(local_note(*who, f"not localised ({e})"))
         return None
     if loc.kept.is_empty():
-        decisions.append(local_note(*who, f"not localised (no reuse from one step to the next: "
+        decisions.append(local_note(*who, "not localised (no reuse from one step to the next: "
                          "G is empty)"))
         return None
     return loc
@@ -218,23 +218,23 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         refs = [(s.name, k) for s in scop.statements if s.name in names
                 for k, acc in enumerate(s.accesses) if acc.array == a]
         if any(r in buffered for r in refs):
-            out.decisions.append(local_note(kernel, a, f"not localised (a per-tile buffer or a register "
+            out.decisions.append(local_note(kernel, a, "not localised (a per-tile buffer or a register "
                                  "serves it)"))
             continue
         loc = _reusing(scop, prefix, a, window, (kernel, a), out.decisions)
         if loc is None:
             continue
         if loc.storage is None:
-            out.decisions.append(local_note(kernel, a, f"not localised (the cached set grows with "
+            out.decisions.append(local_note(kernel, a, "not localised (the cached set grows with "
                                  "the problem size)"))
             continue
         if loc.reorg == "unknown":
-            out.decisions.append(local_note(kernel, a, f"not localised (drift unknown)"))
+            out.decisions.append(local_note(kernel, a, "not localised (drift unknown)"))
             continue
         reorg = loc.reorg
         if reorg != "none" and options.reorg != "auto":
             if options.reorg == "modulo" and loc.constant_drift is None:
-                out.decisions.append(local_note(kernel, a, f"--reorg modulo needs a constant drift; "
+                out.decisions.append(local_note(kernel, a, "--reorg modulo needs a constant drift; "
                                      "using the in-situ move"))
                 reorg = "move"
             else:
@@ -245,7 +245,7 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         if reorg == "modulo":
             index = [_modulo(ix, d, e, np_) for ix, d, e in zip(index, loc.constant_drift, exts)]
         if max(ix.n_piece() for ix in index) > COMPACT_PIECES:
-            out.decisions.append(local_note(kernel, a, f"not localised (its placement has too many "
+            out.decisions.append(local_note(kernel, a, "not localised (its placement has too many "
                                  "pieces to print)"))
             continue
         name = f"lc{kid}_{a}"
@@ -460,7 +460,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
             except LocaliseError:    # |C(t)| not affine (fuzz finding 33): the box below
                 s = 0
             if s is None:
-                out.decisions.append(local_note(kernel, a, f"not localised (unbounded at these sizes)"))
+                out.decisions.append(local_note(kernel, a, "not localised (unbounded at these sizes)"))
                 continue
             if s:
                 index = [_modulo(loc.rho, loc.constant_drift[0], s, np_)]
@@ -479,7 +479,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
                 e = _at_sizes(ix, sizes)
                 exts.append(None if e is None else e + 1)
             if None in exts:
-                out.decisions.append(local_note(kernel, a, f"not localised (unbounded at these sizes)"))
+                out.decisions.append(local_note(kernel, a, "not localised (unbounded at these sizes)"))
                 continue
             index = [_array_mod(loc.cached, d, e) for d, e in enumerate(exts)]
             how = ("bounding box addressed modulo its extents ("
@@ -750,7 +750,7 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
     limit = min(options.shared_mem, LOCAL_LIMIT)
     slices = time_slices(seq, prefix, steps)
     if slices is None:
-        out.decisions.append(local_note(kernel, None, f"the tile's data not localised (its time steps are "
+        out.decisions.append(local_note(kernel, None, "the tile's data not localised (its time steps are "
                              "not T·c_0 + k of its prefix)"))
         return out
     total = 0
@@ -760,7 +760,7 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
             continue
         exts = _span_extents(touched)
         if None in exts:
-            out.decisions.append(local_note(kernel, a, f"not localised (the tile's footprint is "
+            out.decisions.append(local_note(kernel, a, "not localised (the tile's footprint is "
                                  "unbounded)"))
             continue
         ctype = scop.arrays[a].ctype
