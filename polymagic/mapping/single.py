@@ -32,7 +32,7 @@ from ..isl_util import has_parallelism, leading_coincident, param_id
 from ..memory.constant import ConstantChooser
 from ..memory.localcode import LocalBuffer
 from ..memory.plan import (CopyNamer, KernelMemory, atomic, drop_register_buffers,
-                           graft_copies, is_buffer_note, memory_note, plan_kernel_memory)
+                           graft_copies, is_decision_about, memory_note, plan_kernel_memory)
 from ..notes import Note
 from ..options import CompileOptions, per_thread_tile
 from ..schedule import ScheduleResult
@@ -313,8 +313,10 @@ class SingleMapper(TimeKernels):
         mem = plan.memory
         dropped = {b.array for b in mem.buffers if b.array in chosen}
         mem.buffers = [b for b in mem.buffers if b.array not in chosen]
-        mem.decisions = [replace(d, text="not buffered (read from __constant__ memory)")
-                         if is_buffer_note(d, plan.name[3:], dropped) else d
+        mem.decisions = [replace(d, stage="constant", kind="decision",
+                                 text="not buffered (read from __constant__ memory)")
+                         if is_decision_about(d, plan.name[3:], dropped) and
+                         d.stage != "registers" else d
                          for d in mem.decisions] + lines
 
     def sub_tile_sizes(self, m: int, s: int) -> tuple[int, ...]:

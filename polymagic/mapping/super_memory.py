@@ -9,7 +9,7 @@ import islpy as isl
 
 from ..memory.localcode import LocalPlan
 from ..memory.plan import BufferPlan, CopyNamer, KernelMemory, drop_register_buffers, \
-    graft_copies, is_buffer_note, memory_note
+    graft_copies, is_decision_about, memory_note
 from ..notes import Note
 from ..options import CompileOptions
 from ..schedule.superposition import Kernel, SuperPlan, ThreadGroup
@@ -143,8 +143,9 @@ class SuperMemory:
         self.mem.buffers = [b for b in self.mem.buffers if b.array not in chosen]
         self.block_bufs = [b for b in self.block_bufs if b.array not in chosen]
         self.deferred = [a for a in self.deferred if a not in chosen]
-        self.mem.decisions = [replace(d, text="not buffered (read from __constant__ memory)")
-                              if is_buffer_note(d, self.kname, dropped) else d
+        self.mem.decisions = [replace(d, stage="constant", kind="decision",
+                                      text="not buffered (read from __constant__ memory)")
+                              if is_decision_about(d, self.kname, dropped) else d
                               for d in self.mem.decisions] + lines
 
     def registers(self, k: Kernel, domain: isl.UnionSet, point: isl.UnionMap, n_host: int,

@@ -218,15 +218,19 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         refs = [(s.name, k) for s in scop.statements if s.name in names
                 for k, acc in enumerate(s.accesses) if acc.array == a]
         if any(r in buffered for r in refs):
-            out.decisions.append(local_note(kernel, a, "not localised (a per-tile buffer or a register "
-                                 "serves it)"))
+            out.decisions.append(local_note(
+                kernel, a,
+                "not localised (a per-tile buffer or a register "
+                "serves it)"))
             continue
         loc = _reusing(scop, prefix, a, window, (kernel, a), out.decisions)
         if loc is None:
             continue
         if loc.storage is None:
-            out.decisions.append(local_note(kernel, a, "not localised (the cached set grows with "
-                                 "the problem size)"))
+            out.decisions.append(local_note(
+                kernel, a,
+                "not localised (the cached set grows with "
+                "the problem size)"))
             continue
         if loc.reorg == "unknown":
             out.decisions.append(local_note(kernel, a, "not localised (drift unknown)"))
@@ -234,8 +238,10 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         reorg = loc.reorg
         if reorg != "none" and options.reorg != "auto":
             if options.reorg == "modulo" and loc.constant_drift is None:
-                out.decisions.append(local_note(kernel, a, "--reorg modulo needs a constant drift; "
-                                     "using the in-situ move"))
+                out.decisions.append(local_note(
+                    kernel, a,
+                    "--reorg modulo needs a constant drift; "
+                    "using the in-situ move"))
                 reorg = "move"
             else:
                 reorg = options.reorg
@@ -245,26 +251,32 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         if reorg == "modulo":
             index = [_modulo(ix, d, e, np_) for ix, d, e in zip(index, loc.constant_drift, exts)]
         if max(ix.n_piece() for ix in index) > COMPACT_PIECES:
-            out.decisions.append(local_note(kernel, a, "not localised (its placement has too many "
-                                 "pieces to print)"))
+            out.decisions.append(local_note(
+                kernel, a,
+                "not localised (its placement has too many "
+                "pieces to print)"))
             continue
         name = f"lc{kid}_{a}"
         ext = tuple(([rows] if rows > 1 else []) + exts)
         lb = LocalBuffer(name, a, scop.arrays[a].ctype, ext, loc, prefix, index, rows, block,
                          refs, moves=2 if reorg == "move" else 0)
         if total + lb.nbytes > min(options.shared_mem, LOCAL_LIMIT):
-            out.decisions.append(local_note(kernel, a, f"not localised ({lb.nbytes} bytes would "
-                                 "exceed the shared memory of a block)"))
+            out.decisions.append(local_note(
+                kernel, a,
+                f"not localised ({lb.nbytes} bytes would "
+                "exceed the shared memory of a block)"))
             continue
         total += lb.nbytes
         out.buffers.append(lb)
         drift = ("δ = " + ", ".join(map(str, loc.constant_drift))
                  if loc.constant_drift is not None else "δ varies")
         out.decisions.append(
-            local_note(kernel, a, f"localised along the loop (seed 001): {name}"
-            f"[{']['.join(map(str, ext))}], {loc.layout} placement, {drift}, "
-            f"reorganisation: {reorg}" + (f", window {window}" if window > 1 else "")
-            + "".join(f"; {n}" for n in loc.notes)))
+            local_note(
+                kernel, a,
+                f"localised along the loop (seed 001): {name}"
+                f"[{']['.join(map(str, ext))}], {loc.layout} placement, {drift}, "
+                f"reorganisation: {reorg}" + (f", window {window}" if window > 1 else "")
+                + "".join(f"; {n}" for n in loc.notes)))
     return out
 
 
@@ -361,9 +373,11 @@ def auto_localise(scop: Scop, root: isl.ScheduleNode, kernel: str,
         return root, None
     saved, loop, node, plan, trial = best
     copies.update(trial)
-    plan.decisions.insert(0, local_note(kernel, None, f"localised along {loop} by default: the analytic "
-                             f"model predicts {saved} fewer global accesses at "
-                             f"{AUTO_SIZE} per size (--no-localise turns it off)"))
+    plan.decisions.insert(0, local_note(
+        kernel, None,
+        f"localised along {loop} by default: the analytic "
+        f"model predicts {saved} fewer global accesses at "
+        f"{AUTO_SIZE} per size (--no-localise turns it off)"))
     return node, plan
 
 
@@ -460,7 +474,9 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
             except LocaliseError:    # |C(t)| not affine (fuzz finding 33): the box below
                 s = 0
             if s is None:
-                out.decisions.append(local_note(kernel, a, "not localised (unbounded at these sizes)"))
+                out.decisions.append(local_note(
+                    kernel, a,
+                    "not localised (unbounded at these sizes)"))
                 continue
             if s:
                 index = [_modulo(loc.rho, loc.constant_drift[0], s, np_)]
@@ -479,7 +495,9 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
                 e = _at_sizes(ix, sizes)
                 exts.append(None if e is None else e + 1)
             if None in exts:
-                out.decisions.append(local_note(kernel, a, "not localised (unbounded at these sizes)"))
+                out.decisions.append(local_note(
+                    kernel, a,
+                    "not localised (unbounded at these sizes)"))
                 continue
             index = [_array_mod(loc.cached, d, e) for d, e in enumerate(exts)]
             how = ("bounding box addressed modulo its extents ("
@@ -492,14 +510,18 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
                                            for k, acc in enumerate(s.accesses)
                                            if acc.array == a])
         if total + lb.nbytes > min(options.shared_mem, LOCAL_LIMIT):
-            out.decisions.append(local_note(kernel, a, f"not localised ({lb.nbytes} bytes at these "
-                                 "sizes would exceed the shared memory of a block)"))
+            out.decisions.append(local_note(
+                kernel, a,
+                f"not localised ({lb.nbytes} bytes at these "
+                "sizes would exceed the shared memory of a block)"))
             continue
         total += lb.nbytes
         out.buffers.append(lb)
-        out.decisions.append(local_note(kernel, a, f"localised along the time loop (seed 001): "
-                             f"{lb.name}[{']['.join(map(str, exts))}] shared by the block, {how}"
-                             + (f", window {window}" if window > 1 else "")))
+        out.decisions.append(local_note(
+            kernel, a,
+            f"localised along the time loop (seed 001): "
+            f"{lb.name}[{']['.join(map(str, exts))}] shared by the block, {how}"
+            + (f", window {window}" if window > 1 else "")))
     return out
 
 
@@ -750,8 +772,10 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
     limit = min(options.shared_mem, LOCAL_LIMIT)
     slices = time_slices(seq, prefix, steps)
     if slices is None:
-        out.decisions.append(local_note(kernel, None, "the tile's data not localised (its time steps are "
-                             "not T·c_0 + k of its prefix)"))
+        out.decisions.append(local_note(
+            kernel, None,
+            "the tile's data not localised (its time steps are "
+            "not T·c_0 + k of its prefix)"))
         return out
     total = 0
     for a in arrays:
@@ -760,16 +784,20 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
             continue
         exts = _span_extents(touched)
         if None in exts:
-            out.decisions.append(local_note(kernel, a, "not localised (the tile's footprint is "
-                                 "unbounded)"))
+            out.decisions.append(local_note(
+                kernel, a,
+                "not localised (the tile's footprint is "
+                "unbounded)"))
             continue
         ctype = scop.arrays[a].ctype
         nbytes = buffer_bytes(ctype, tuple(exts))
         if total + nbytes > limit:
             out.decisions.append(
-                local_note(kernel, a, f"not localised (the box of the tile's footprint, "
-                f"{'x'.join(map(str, exts))}, {nbytes} bytes, exceeds the shared memory "
-                f"left to the block, {limit - total} of {limit} bytes)"))
+                local_note(
+                    kernel, a,
+                    f"not localised (the box of the tile's footprint, "
+                    f"{'x'.join(map(str, exts))}, {nbytes} bytes, exceeds the shared memory "
+                    f"left to the block, {limit - total} of {limit} bytes)"))
             continue
         empty = isl.Map.empty(touched.get_space())
         index = [_array_mod(touched, d, e) for d, e in enumerate(exts)]
@@ -781,11 +809,13 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
         total += nbytes
         out.buffers.append(lb)
         out.decisions.append(
-            local_note(kernel, a, f"the tile's whole footprint in shared memory (seed 001 with "
-            f"the tile's steps as one window): {lb.name}[{']['.join(map(str, exts))}], its "
-            "bounding box addressed modulo its extents; the elements the tile reads copied "
-            "in once before its first step" + (", those it writes copied back once after "
-                                               "its last step" if writes is not None else "")))
+            local_note(
+                kernel, a,
+                f"the tile's whole footprint in shared memory (seed 001 with "
+                f"the tile's steps as one window): {lb.name}[{']['.join(map(str, exts))}], its "
+                "bounding box addressed modulo its extents; the elements the tile reads copied "
+                "in once before its first step" + (", those it writes copied back once after "
+                "its last step" if writes is not None else "")))
     return out
 
 

@@ -85,11 +85,11 @@ def memory_note(kernel: str, array: str | None, text: str, kind: str = "decision
     return Note("memory", text, kernel=kernel, subject=array, kind=kind)
 
 
-def is_buffer_note(note: Note, kernel: str, arrays) -> bool:
-    """``note`` is the buffer decision of one of ``arrays`` in ``kernel`` (the line a
-    later decision, registers or ``__constant__`` memory, replaces)."""
-    return note.stage == "memory" and note.kernel == kernel and note.where is None and \
-        note.subject in arrays
+def is_decision_about(note: Note, kernel: str, arrays) -> bool:
+    """``note`` is a decision of ``kernel`` (not of a part of it) about one of
+    ``arrays``: the lines a later decision (registers, ``__constant__`` memory)
+    replaces."""
+    return note.kernel == kernel and note.where is None and note.subject in arrays
 
 
 def _prefix(node: isl.ScheduleNode) -> isl.UnionMap:
@@ -408,8 +408,9 @@ def drop_register_buffers(mem: KernelMemory, kernel: str, options: CompileOption
     mem.buffers = [b for b in mem.buffers if b.array not in dropped]
     lines = {r.line for r in mem.registers}
     for i, d in enumerate(mem.decisions):
-        if is_buffer_note(d, kernel, dropped) and i not in lines:
-            mem.decisions[i] = replace(d, text="not buffered (kept in registers across the "
+        if is_decision_about(d, kernel, dropped) and d.stage != "registers" and i not in lines:
+            mem.decisions[i] = replace(d, stage="registers", kind="decision",
+                                       text="not buffered (kept in registers across the "
                                        "sequential loops: loaded from and stored to global "
                                        "memory once per thread point)")
     return dropped

@@ -405,8 +405,10 @@ def fit_model(scop: Scop, sched: ScheduleResult, options: CompileOptions, sizes:
             rest = _run_samples(pts[1:] + [held_pt], [{}] * L + [{"counts": True}], workers)
             samples, held = [first] + rest[:-1], rest[-1]
             if any(kd["dropped"] for smp in samples + [held] for kd in smp["kernels"].values()):
-                notes.append(tile_note(None, None, f"sampling at tiles of {scale}: buffers over the planner's "
-                             "limit were dropped; sampling at smaller tiles"))
+                notes.append(tile_note(
+                    None, None,
+                    f"sampling at tiles of {scale}: buffers over the planner's "
+                    "limit were dropped; sampling at smaller tiles"))
                 continue
             break
         else:
@@ -448,9 +450,11 @@ def fit_model(scop: Scop, sched: ScheduleResult, options: CompileOptions, sizes:
                                f"{held['tile']}, the model counts {want}")
             if got < want:
                 b.fill = got / want
-                notes.append(tile_note(k.name, b.name, f"the planner copies {got} times at "
-                             f"{held['tile']}, launches × tiles give {want} (non-rectangular "
-                             f"tile space): N scaled by {b.fill:.3g}"))
+                notes.append(tile_note(
+                    k.name, b.name,
+                    f"the planner copies {got} times at "
+                    f"{held['tile']}, launches × tiles give {want} (non-rectangular "
+                    f"tile space): N scaled by {b.fill:.3g}"))
     model.min_blocks.update(min_blocks(model))
     return model, notes
 
@@ -496,9 +500,11 @@ def _calibrate(model: TileModel, k: KernelModel, b: BufferModel, tile: tuple[int
         if len(ratios) == 2 and abs(ratios[1] - ratios[0]) > \
                 SUPER_COUNT_TOLERANCE * max(ratios):
             fill = max(ratios)
-            notes.append(tile_note(k.name, b.name, f"copy-{'out' if out else 'in'} counted "
-                         f"{got0} times at {base['tile']} and {got} at {tile}: N over-"
-                         "estimated where they differ (not a product of tile counts)"))
+            notes.append(tile_note(
+                k.name, b.name,
+                f"copy-{'out' if out else 'in'} counted "
+                f"{got0} times at {base['tile']} and {got} at {tile}: N over-"
+                "estimated where they differ (not a product of tile counts)"))
         if out:
             b.fill_out = fill
         else:
