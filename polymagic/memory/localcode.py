@@ -34,6 +34,7 @@ import islpy as isl
 from .. import kir
 from ..expr import Binary, Expr, Int, Var
 from ..notes import Note
+from ..options import CompileOptions
 from ..scop import Scop, buffer_bytes
 from .localise import MAX_RHO_PIECES, LocaliseError, Localisation, live_move_out, localise
 
@@ -199,7 +200,7 @@ def _modulo(ix: isl.PwAff, drift: int, extent: int, np_: int) -> isl.PwAff:
     return ix.sub(t.scale_val(isl.Val(drift))).mod_val(isl.Val(extent)).coalesce()
 
 
-def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
+def plan_local(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel: str,
                block: tuple[int, int, int], buffered: set[tuple[str, int]],
                window: int) -> LocalPlan:
     """Localisation of every array accessed below ``x`` (the child of the localised
@@ -311,7 +312,8 @@ def graft_local(scop: Scop, x: isl.ScheduleNode, plan: LocalPlan,
 
 
 def localise_kernel(scop: Scop, root: isl.ScheduleNode, kernel: str,
-                    block: tuple[int, int, int], options, buffered: set[tuple[str, int]],
+                    block: tuple[int, int, int], options: CompileOptions,
+                    buffered: set[tuple[str, int]],
                     copies: dict[str, tuple[str, LocalBuffer]], member_text,
                     refine=None) -> tuple[isl.ScheduleNode, LocalPlan | None]:
     """Apply ``--localise LOOP[:w]`` inside one kernel whose subtree is ``root``;
@@ -336,7 +338,8 @@ def localise_kernel(scop: Scop, root: isl.ScheduleNode, kernel: str,
 
 
 def auto_localise(scop: Scop, root: isl.ScheduleNode, kernel: str,
-                  block: tuple[int, int, int], options, buffered: set[tuple[str, int]],
+                  block: tuple[int, int, int], options: CompileOptions,
+                  buffered: set[tuple[str, int]],
                   copies: dict[str, tuple[str, LocalBuffer]], member_text,
                   loops: list[str], refine=None) -> tuple[isl.ScheduleNode, LocalPlan | None]:
     """The default (no ``--localise``, no ``--no-localise``): localise along the one of
@@ -442,7 +445,7 @@ def _prefix_and_arrays(scop: Scop, x: isl.ScheduleNode
     return prefix, names, arrays
 
 
-def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
+def plan_shared(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel: str,
                 block: tuple[int, int, int], window: int,
                 skip: dict[str, str] | None = None) -> LocalPlan:
     """Localisation along the time loop of a one-block kernel: every array accessed
@@ -734,7 +737,7 @@ def _tile_maps(scop: Scop, slices: list[isl.UnionMap], array: str
     return refs, co(touched), co(reads), co(writes)
 
 
-def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
+def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, kernel: str,
                   block: tuple[int, int, int], steps: int) -> LocalPlan:
     """Every array a time tile touches in shared memory for the whole tile (seed 001
     §4 with the tile's time loop as the localised loop and a window covering all its
