@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from .isl_util import coalesce
+from .notes import Note
 from .options import DependenceOptions
 from .scop import Scop
 
@@ -33,7 +34,7 @@ class Dependences:
     output: isl.UnionMap
     input: isl.UnionMap
     #: what the analysis had to approximate, for the report
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
     @property
     def validity(self) -> isl.UnionMap:
@@ -97,17 +98,17 @@ def _compute(scop: Scop, options: DependenceOptions) -> Dependences:
         before = sched.lex_lt_union_map(sched)
         anti = _memory_based(writes, reads, before)
         inp = _memory_based(reads, reads, before)
-    notes: list[str] = []
+    notes: list[Note] = []
 
     def value_based(kind: str, sink: isl.UnionMap) -> isl.UnionMap:
         try:
             with OperationBudget(ctx, options.value_based_operations):
                 return _flow(sink, writes, None, sched)
         except isl.Error:
-            notes.append(f"{kind} dependences: isl's dataflow analysis took more than "
-                         f"{options.value_based_operations:,} operations; every earlier write of "
-                         "an element counts as a source instead (safe, may cost "
-                         "parallelism)")
+            notes.append(Note("deps", f"{kind} dependences: isl's dataflow analysis took "
+                              f"more than {options.value_based_operations:,} operations; every "
+                              "earlier write of an element counts as a source instead (safe, "
+                              "may cost parallelism)", kind="fallback"))
         with OperationBudget(ctx, options.dependence_operations):
             return _memory_based(sink, writes, before)
 

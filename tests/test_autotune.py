@@ -99,7 +99,7 @@ def test_shared_memory_limit_and_time_budget():
 
 def test_nothing_to_tune_without_a_parallel_loop():
     r = A.autotune(SEQUENTIAL, Options(sizes={"N": 50}, target="emulator"))
-    assert r.best is None and "nothing to tune" in r.notes[0]
+    assert r.best is None and "nothing to tune" in r.notes[0].text
     assert "no candidate" in r.summary()
     assert P.to_png(P.autotune(r)).startswith(PNG)
 

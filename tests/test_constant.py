@@ -40,7 +40,7 @@ def test_coulomb_atoms_in_constant_memory(shared):
     kernel = c.cuda[c.cuda.index("__global__"):]
     assert "pm_const_atoms[" in kernel and " atoms[" not in kernel
     assert any(n.startswith("kernel0: atoms: __constant__ pm_const_atoms") and
-               f"{21 * 4 * 4} B" in n for n in c.notes)
+               f"{21 * 4 * 4} B" in n for n in c.note_lines)
     # no shared buffer of atoms: constant memory replaces it
     assert not any(d.name.startswith("sh0_atoms") for k in c.program.kernels.values()
                    for d in k.shared)
@@ -52,20 +52,20 @@ def test_coulomb_atoms_in_constant_memory(shared):
 def test_no_sizes_no_constant_memory():
     c = compile_source(COULOMB, Options())
     assert not c.program.constants and "__constant__" not in c.cuda
-    assert any("size is unknown at compile time: give --size" in n for n in c.notes)
+    assert any("size is unknown at compile time: give --size" in n for n in c.note_lines)
 
 
 def test_too_large_for_64kb():
     c, _ = _compile({"NY": 4, "NX": 4, "NA": 5000})         # 80000 B of atoms
     assert not c.program.constants
     assert any("80000 B would bring the constant arrays to 80000 B > 65536 B" in n
-               for n in c.notes)
+               for n in c.note_lines)
 
 
 def test_thread_varying_read_only_arrays_stay_global():
     c = compile_source((EXAMPLES / "gemm.c").read_text(), Options(sizes={"N": 20}))
     assert not c.program.constants
-    assert "kernel0: A: not in constant memory (threads read different elements)" in c.notes
+    assert "kernel0: A: not in constant memory (threads read different elements)" in c.note_lines
 
 
 # ---- the GPU runtime copies the array to the symbol (stand-in CuPy) -----------------

@@ -44,7 +44,7 @@ void twostep(int N, float A[N][N], float B[N][N]) {
 def _buffers(src: str, sizes: dict, **kw):
     o = Options(sizes=sizes, target="emulator", **kw)
     c = compile_source(src, o)
-    m = map_schedule(c.scop, c.schedule, o)
+    m = map_schedule(c.scop, c.schedule, o.compile)
     r = run(c, o)
     assert r.ok, r.message
     return c, {b.name: b for p in m.plans.values() if p.memory for b in p.memory.buffers}

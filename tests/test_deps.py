@@ -41,13 +41,13 @@ def test_spent_budget_over_approximates_and_says_so():
     scop = parse(src, "c")
     exact = deps.compute_dependences(scop)
     approx = deps.compute_dependences(scop, DependenceOptions(value_based_operations=1))
-    assert [n.split(":")[0] for n in approx.notes] == ["flow dependences", "output dependences"]
+    assert [str(n).split(":")[0] for n in approx.notes] == ["flow dependences", "output dependences"]
     assert exact.flow.is_subset(approx.flow) and not exact.flow.is_equal(approx.flow)
     assert exact.output.is_subset(approx.output)
 
     options = Options(sizes={"tsteps": 3, "n": 40}, target="emulator",
                       value_based_operations=1)
     compiled = compile_source(src, options)
-    assert any("every earlier write" in n for n in compiled.notes)
+    assert any("every earlier write" in n for n in compiled.note_lines)
     report = run(compiled, options)
     assert report.ok, report.message

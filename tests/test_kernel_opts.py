@@ -82,7 +82,7 @@ def test_default_limit_keeps_static_buffers():
 def test_shared_mem_is_capped_at_227kb():
     o = parse_options("--shared-mem 300KB --size N=64")
     c = compile_source(GEMM, o)
-    assert any("--shared-mem 300 KB capped at 227 KB" in n for n in c.notes)
+    assert any("--shared-mem 300 KB capped at 227 KB" in n for n in c.note_lines)
 
 
 def test_gpu_runtime_opts_in_to_dynamic_shared_memory(monkeypatch):

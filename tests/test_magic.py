@@ -183,7 +183,7 @@ def test_transposed_namespace_arrays_steer_the_mapping(shell):
     shell.run_cell_magic("polycuda", LINE + " --quiet", SCALE)
     compiled, report = shell.magics_manager.registry["PolyMagics"].last
     assert report.ok and "i→thread.x" in compiled.summary
-    assert any("real strides of A" in n for n in compiled.notes)
+    assert any("real strides of A" in n for n in compiled.note_lines)
     np.testing.assert_allclose(shell.user_ns["B"], 2 * a + 1, rtol=1e-6)
     fn = shell.user_ns["scale"]
     a2, b2 = _inputs(seed=3)

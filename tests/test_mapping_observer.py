@@ -34,8 +34,8 @@ class _Log(MappingObserver):
 def _mapped(name: str, options: Options):
     c = compile_source((EXAMPLES / f"{name}.c").read_text(), options)
     log = _Log()
-    seen = map_schedule(c.scop, c.schedule, options, observer=log)
-    plain = map_schedule(c.scop, c.schedule, options)
+    seen = map_schedule(c.scop, c.schedule, options.compile, observer=log)
+    plain = map_schedule(c.scop, c.schedule, options.compile)
     return c, log.events, seen, plain
 
 

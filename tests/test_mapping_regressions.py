@@ -211,6 +211,6 @@ def test_sub_tiles_without_buffers_are_not_generated():
     t0 = cpu_seconds()
     compiled = compile_source(UNSTAGED_SUB_TILES, opts)
     assert cpu_seconds() - t0 < 20
-    assert any("not sub-tiled: no buffer to stage" in n for n in compiled.notes)
+    assert any("not sub-tiled: no buffer to stage" in n for n in compiled.note_lines)
     report = run(compiled, opts)
     assert report.ok, report.message

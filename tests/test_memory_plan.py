@@ -45,7 +45,7 @@ def test_gemm_global_loads_equal_the_copy_sets(n):
     for registers in (False, True):
         opts = Options(sizes=sizes, target="emulator", registers=registers)
         c, r = _compile_run("gemm", sizes, registers=registers)
-        mapping = map_schedule(c.scop, c.schedule, opts)
+        mapping = map_schedule(c.scop, c.schedule, opts.compile)
         bufs = [b for p in mapping.plans.values() if p.memory for b in p.memory.buffers]
         loads = sum(_copy_volume(b.copy_in, sizes) for b in bufs if b.copy_in is not None)
         stores = sum(_copy_volume(b.copy_out, sizes) for b in bufs if b.copy_out is not None)
@@ -73,13 +73,13 @@ def test_jacobi2d_loads_drop_by_the_halo_ratio():
     sizes = {"tsteps": 2, "n": 66}
     opts = Options(sizes=sizes, target="emulator")
     c, r = _compile_run("jacobi-2d", sizes)
-    mapping = map_schedule(c.scop, c.schedule, opts.with_(vector=True))
+    mapping = map_schedule(c.scop, c.schedule, opts.with_(vector=True).compile)
     bufs = [b for p in mapping.plans.values() if p.memory for b in p.memory.buffers]
     # the rows start at the halo 32 b - 1, inside a double2 chunk: element copies
     # (memory.plan.vectorise), with or without --vector
     assert sorted((b.array, b.extents) for b in bufs) == [("A", (34, 34)), ("B", (34, 34))]
     assert not any(b.vector for b in bufs)
-    plain = map_schedule(c.scop, c.schedule, opts.with_(vector=False))
+    plain = map_schedule(c.scop, c.schedule, opts.with_(vector=False).compile)
     assert sorted(b.extents for p in plain.plans.values() if p.memory
                   for b in p.memory.buffers) == [(34, 34), (34, 34)]
     assert all(b.copy_out is None for b in bufs)
@@ -113,7 +113,7 @@ def _prod(shape):
 
 def test_report_notes_say_why_each_array_is_buffered():
     c, _ = _compile_run("gemm", {"N": 20})
-    text = "\n".join(c.notes)
+    text = "\n".join(c.note_lines)
     assert "C:" in text and "non-constant reuse" in text
 
 

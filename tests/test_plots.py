@@ -163,7 +163,7 @@ def test_tile_search_picture():
     from polymagic.tiles.search import search_tile_sizes
     o = Options(sizes={"N": 128})
     c = compile_source(GEMM, o)
-    r = search_tile_sizes(c.scop, c.schedule, o, workers=1)
+    r = search_tile_sizes(c.scop, c.schedule, o.compile, workers=1)
     fig = P.tile_search(r)
     assert P.to_png(fig, dpi=30).startswith(PNG)
     assert fig.axes[0].get_xscale() == "log"

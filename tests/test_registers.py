@@ -49,7 +49,7 @@ def _run(name: str, **kw):
 
 def _plan(c):
     from polymagic.mapping import map_schedule
-    return map_schedule(c.scop, c.schedule, Options(sizes={"N": 21})).plans
+    return map_schedule(c.scop, c.schedule, Options(sizes={"N": 21}).compile).plans
 
 
 def _registers(c) -> dict[str, list[kir.RegisterDecl]]:
@@ -62,7 +62,7 @@ def test_gemm_accumulator_is_planned_into_a_register():
     (reg,) = plan.memory.registers
     assert reg.array == "C" and reg.statements == ["S0"]
     assert "thread loops i, j" in reg.reason and "reused across k" in reg.reason
-    lines = [d for d in c.notes if d.startswith("kernel0: ")]
+    lines = [d for d in c.note_lines if d.startswith("kernel0: ")]
     assert "kernel0: C: register pm_r0_C per thread (subscripts vary only with the thread " \
            "loops i, j; reused across k)" in lines
     assert any(d.startswith("kernel0: A: not in a register") for d in lines)
@@ -90,7 +90,7 @@ def test_cyclic_threads_get_one_register_per_point():
     (decl,) = c.program.kernels["kernel0"].registers
     assert decl.shape == (4,)
     assert "#pragma unroll" in c.cuda and f"{decl.name}[pm_c3_u] +=" in c.cuda
-    assert any("register pm_r0_C[4] per thread" in n for n in c.notes)
+    assert any("register pm_r0_C[4] per thread" in n for n in c.note_lines)
 
 
 def test_register_array_gets_no_duplicate_shared_buffer():
@@ -102,7 +102,7 @@ def test_register_array_gets_no_duplicate_shared_buffer():
     assert plan.memory.shared_bytes == 2 * 32 * 16 * 4
     assert "sh0_C" not in c.cuda
     assert "kernel0: C: not buffered (kept in registers across the sequential loops: " \
-        "loaded from and stored to global memory once per thread point)" in c.notes
+        "loaded from and stored to global memory once per thread point)" in c.note_lines
     (decl,) = c.program.kernels["kernel0"].registers
     assert decl.array == "C" and decl.once_per_point
     # --shared all keeps every buffer (the scratchpad-only machines of seed 000 §3)
@@ -113,7 +113,7 @@ def test_register_array_gets_no_duplicate_shared_buffer():
 def test_no_registers_option():
     c, _ = _compile("gemm", shared="none", registers=False)
     assert _registers(c) == {"kernel0": []}
-    assert not any(": register " in n or "not in a register" in n for n in c.notes)
+    assert not any(": register " in n or "not in a register" in n for n in c.note_lines)
     assert parse_options("--no-registers").registers is False
 
 

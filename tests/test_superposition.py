@@ -216,7 +216,7 @@ def test_illegal_plan_falls_back_with_a_note(monkeypatch, fresh_cache):
     opts = Options(sizes={"tsteps": 2, "n": 20}, target="emulator")
     c = compile_source(_src("jacobi-2d-alt"), opts)
     assert not c.schedule.use_superposition
-    assert any("superposition not legal" in n for n in c.notes)
+    assert any("superposition not legal" in n for n in c.note_lines)
     assert run(c, opts).ok
 
 

@@ -70,8 +70,8 @@ pytestmark = pytest.mark.usefixtures("fresh_cache")
 def _run(src: str, sizes: dict, **kw):
     opts = Options(sizes=sizes, target="emulator", mapping="superposition", **kw)
     c = compile_source(src, opts)
-    assert c.schedule.use_superposition, c.notes
-    assert not any("superposition not used" in n for n in c.notes), c.notes
+    assert c.schedule.use_superposition, c.note_lines
+    assert not any("superposition not used" in n for n in c.note_lines), c.note_lines
     r = run(c, opts)
     assert r.ok, r.message
     return c, r, opts
@@ -98,7 +98,7 @@ def test_doitgen_tap_localised_by_default_loads_fall_by_the_reuse(sizes):
     on, r_on, opts = _run(DOITGEN_TAP, sizes, shared="none")
     off, r_off, _ = _run(DOITGEN_TAP, sizes, shared="none", localise_auto=False)
     assert _local(on) == {"kernel0": ["lc0_C4"]} and not _local(off)
-    assert any("localised along s by default" in n for n in on.notes)
+    assert any("localised along s by default" in n for n in on.note_lines)
     assert r_off.counters["loads"] - r_on.counters["loads"] == nr * nq * n * (n - 2)
     assert r_off.counters["stores"] == r_on.counters["stores"]
     for order in ("reverse", "forward"):
@@ -130,14 +130,14 @@ def test_localise_a_thread_loop_says_why_in_one_line():
     c, _r, _ = _run(DOITGEN_TAP, {"nr": 3, "nq": 5, "np": 29}, shared="none",
                     localise=("p", 1))
     assert not _local(c)
-    (line,) = [n for n in c.notes if "--localise p" in n]
+    (line,) = [n for n in c.note_lines if "--localise p" in n]
     assert "kernel0" in line and "not a sequential loop" in line
 
 
 def test_no_localise_turns_the_default_off():
     c, _r, _ = _run(DOITGEN_TAP, {"nr": 3, "nq": 5, "np": 29}, shared="none",
                     localise=None, localise_auto=False)
-    assert not _local(c) and not any("localised" in n for n in c.notes)
+    assert not _local(c) and not any("localised" in n for n in c.note_lines)
 
 
 @pytest.mark.parametrize("sizes", [{"nr": 5, "ns": 20, "np": 37}, {"nr": 8, "ns": 9, "np": 64}])
@@ -163,8 +163,8 @@ def test_forced_superposition_gemm_localise_k_has_no_reuse():
     B are not reused from one k to the next: notes say so, nothing is localised."""
     c, _r, _ = _run(GEMM, {"N": 37}, shared="none", localise=("k", 1), require_gain=False)
     assert not _local(c)
-    assert any("kernel0: A: not localised (no reuse" in n for n in c.notes)
-    assert any("kernel0: C: not localised" in n for n in c.notes)
+    assert any("kernel0: A: not localised (no reuse" in n for n in c.note_lines)
+    assert any("kernel0: C: not localised" in n for n in c.note_lines)
 
 
 # ---- inter-thread: a step loop, L shared by the block -----------------------------------------
@@ -181,8 +181,8 @@ def test_jacobi_2d_alt_step_loop_localised_in_the_block(sizes):
     n = sizes["n"]
     c, r, opts = _run(JACOBI_ALT, sizes, localise=("t", 1))
     assert _local(c) == {"kernel0": ["lc0_A", "lc0_B"]}
-    assert any("A: localised along the step loop t" in d for d in c.notes)
-    assert any("B: not in a register (localised along a step loop" in d for d in c.notes)
+    assert any("A: localised along the step loop t" in d for d in c.note_lines)
+    assert any("B: not in a register (localised along a step loop" in d for d in c.note_lines)
     base, r_base, _ = _run(JACOBI_ALT, sizes)
     assert not _local(base)
     assert r.counters["loads"] == n * n
@@ -209,14 +209,14 @@ def test_jacobi_2d_alt_too_large_for_shared_memory_stays_unlocalised():
                    localise=("t", 1))
     c = compile_source(JACOBI_ALT, opts)
     assert c.schedule.use_superposition and not _local(c)
-    assert any("A: not localised" in n and "shared memory" in n for n in c.notes)
+    assert any("A: not localised" in n and "shared memory" in n for n in c.note_lines)
 
 
 def test_jacobi_2d_alt_without_sizes_stays_unlocalised():
     """Without ``--size`` L's extents grow with n: a note, no L."""
     c = compile_source(JACOBI_ALT, Options(mapping="superposition", localise=("t", 1)))
     assert c.schedule.use_superposition and not _local(c)
-    assert any("kernel0: A: not localised" in n for n in c.notes)
+    assert any("kernel0: A: not localised" in n for n in c.note_lines)
 
 
 # jacobi-2d-alt on rows of 32 values: the superposition is chosen (j on thread x where
@@ -247,7 +247,7 @@ def test_rows_step_loop_localised_by_default_without_buffers(sizes):
     off, r_off, _ = _run(ROWS, sizes, shared="none", localise_auto=False)
     on, r_on, opts = _run(ROWS, sizes, shared="none")
     assert not _local(off) and _local(on) == {"kernel0": ["lc0_A"]}
-    assert any("localised along the step loop t by default" in n for n in on.notes)
+    assert any("localised along the step loop t by default" in n for n in on.note_lines)
     assert not on.program.specialised
     assert r_off.counters["loads"] == 2 * 30 * nb * t + 30 * nb * t
     assert r_on.counters["loads"] == r_on.counters["stores"] == 32 * nb + 30 * nb * t
@@ -264,7 +264,7 @@ def test_rows_block_buffers_serve_the_step_loop_by_default():
     the steps: ``--localise t`` leaves them alone, one line each."""
     c, _r, _ = _run(ROWS, {"T": 3, "nb": 20}, localise=("t", 1))
     assert not _local(c)
-    assert "kernel0: A: not localised (it has a per-block buffer)" in c.notes
+    assert "kernel0: A: not localised (it has a per-block buffer)" in c.note_lines
 
 
 # ---- NVRTC --------------------------------------------------------------------------------

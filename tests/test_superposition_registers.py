@@ -49,8 +49,8 @@ def test_gemm_accumulator_in_a_register_replaces_its_buffer():
     assert (reg.name, reg.array, reg.once_per_point) == ("pm_r0_C", "C", True)
     assert sorted(d.name for d in k.shared) == ["sh0t1_A", "sh0t1_B"]
     assert any(n.startswith("kernel0: C: register pm_r0_C per thread") and "reused across k"
-               in n for n in c.notes)
-    assert any(n.startswith("kernel0: C: not buffered (kept in registers") for n in c.notes)
+               in n for n in c.note_lines)
+    assert any(n.startswith("kernel0: C: not buffered (kept in registers") for n in c.note_lines)
     # the counts model predicts the emulator's figures exactly (C: once per point)
     pred = predict_for(c, opts.sizes)
     assert sum(p.loads for p in pred.values()) == r.counters["loads"]
@@ -93,7 +93,7 @@ def test_doitgen_sum_in_a_register_across_s(name):
     k = on.program.kernels["kernel0"]
     assert any(d.name == "pm_r0_sum" for d in k.registers)
     assert any(n.startswith("kernel0: sum: register pm_r0_sum per thread") and
-               n.endswith("reused across s)") for n in on.notes)
+               n.endswith("reused across s)") for n in on.note_lines)
     saved = 4 * 3 * 26 * 25
     assert r_off.counters["loads"] - r_on.counters["loads"] == saved
     assert r_off.counters["stores"] - r_on.counters["stores"] == saved
@@ -140,8 +140,8 @@ def test_registers_across_a_step_loop_and_constant_weights():
     for order in ("reverse", "shuffle"):
         assert run(on, opts.with_(emu_order=order)).ok
     c = compile_source(STEPS, Options(sizes={"T": T, "n": n}))
-    assert "kernel0: w: not buffered (read from __constant__ memory)" in c.notes
-    assert not any(n.startswith("kernel0: w: sh0_w") for n in c.notes)
+    assert "kernel0: w: not buffered (read from __constant__ memory)" in c.note_lines
+    assert not any(n.startswith("kernel0: w: sh0_w") for n in c.note_lines)
     assert b".entry kernel0" in compile_cuda(c.cuda, "sm_90")
 
 
@@ -183,7 +183,7 @@ def test_coulomb_superposed_reads_atoms_from_constant_memory(shared):
     assert "pm_const_atoms[" in kernel and " atoms[" not in kernel
     assert not any(d.name.endswith("_atoms") for k in c.program.kernels.values()
                    for d in k.shared)
-    assert any(n.startswith("kernel0: atoms: __constant__ pm_const_atoms") for n in c.notes)
+    assert any(n.startswith("kernel0: atoms: __constant__ pm_const_atoms") for n in c.note_lines)
     assert _registers(c) == {"kernel0": ["energy"]}
     assert b".entry kernel0" in compile_cuda(c.cuda, "sm_90")
 

@@ -57,9 +57,9 @@ def test_jacobi_2d_alt_buffers_a_per_thread_tile():
     c = compile_source(_src("jacobi-2d-alt"), opts)
     assert _buffers(c) == {"sh0t1_A": ("A", (8, 34))}
     assert any(n.startswith("kernel0: A: sh0t1_A[8][34] per thread tile") and
-               n.endswith("in thread group [S0]") for n in c.notes)
-    assert any(n.startswith("kernel0: B: not buffered") for n in c.notes)
-    assert not any("not planned for its kernels yet" in n for n in c.notes)
+               n.endswith("in thread group [S0]") for n in c.note_lines)
+    assert any(n.startswith("kernel0: B: not buffered") for n in c.note_lines)
+    assert not any("not planned for its kernels yet" in n for n in c.note_lines)
     body = c.cuda.split("kernel0(", 1)[1]
     # copy-in, barrier, compute, inside the tile loop inside the step loop t
     loop_t = body.index("for (int pm_c1 = 0; pm_c1 <= tsteps - 1")
@@ -124,7 +124,7 @@ def test_stencil_jacobi_2d_buffers_per_block_with_halo():
     opts = Options(sizes={"tsteps": 2, "n": 45}, target="emulator", vector=False)
     c = compile_source(_src("jacobi-2d"), opts)
     assert _buffers(c) == {"sh0_A": ("A", (10, 34)), "sh1_B": ("B", (10, 34))}
-    assert any("kernel0: A: sh0_A[10][34] per block (constant reuse" in n for n in c.notes)
+    assert any("kernel0: A: sh0_A[10][34] per block (constant reuse" in n for n in c.note_lines)
 
 
 def test_doitgen_example_sum_per_block_a_per_thread_tile():
@@ -133,7 +133,7 @@ def test_doitgen_example_sum_per_block_a_per_thread_tile():
     C4[s][p] has one full-rank reference (no reuse)."""
     _, c = _loads("doitgen", {"nr": 3, "nq": 4, "np": 40})
     assert _buffers(c) == {"sh0_sum": ("sum", (256,)), "sh0t1_A": ("A", (1, 1, 16))}
-    assert any("C4: not buffered (one reference" in n for n in c.notes)
+    assert any("C4: not buffered (one reference" in n for n in c.note_lines)
 
 
 def test_doitgen_paper_form_buffers_like_the_single_mapping():
@@ -161,7 +161,7 @@ def test_tree_reduction_kernels_keep_no_buffers():
     """atax: the tree reduction is fused with the inits (kernel0, tests/test_superposition_fusion.py)."""
     opts = Options(sizes={"m": 20, "n": 30}, target="emulator")
     c = compile_source(_src("atax"), opts)
-    assert any("kernel0: no buffers: its tree reductions" in n for n in c.notes)
+    assert any("kernel0: no buffers: its tree reductions" in n for n in c.note_lines)
     assert run(c, opts).ok
 
 
@@ -176,7 +176,7 @@ def test_options_no_shared_all_delta_and_shared_mem():
     assert _buffers(compile_source(src, Options(sizes=sizes, delta=100.0))) == {}
     c = compile_source(src, Options(sizes=sizes, shared_mem=1024, vector=False))
     assert _buffers(c) == {}
-    assert any("sh0_A dropped: 2720 bytes would exceed 1024 per block" in n for n in c.notes)
+    assert any("sh0_A dropped: 2720 bytes would exceed 1024 per block" in n for n in c.note_lines)
 
 
 # ---- global loads fall where data is reused ---------------------------------------------------

@@ -51,7 +51,7 @@ def _force(forced: bool) -> dict:
 
 
 def _tile_note(c) -> str:
-    (note,) = [n for n in c.notes if n.startswith("tile search")]
+    (note,) = [n for n in c.note_lines if n.startswith("tile search")]
     return note
 
 
@@ -63,9 +63,9 @@ def test_tile_auto_keeps_the_superposition_and_runs(name):
             opts = Options(sizes=sizes, target="emulator", tile_auto=True, shared_mem=m_up,
                            **_force(forced))
             c = compile_source(_src(name), opts)
-            assert c.schedule.use_superposition, c.notes
+            assert c.schedule.use_superposition, c.note_lines
             assert "superposition:" in c.summary
-            assert not any("superposition not used" in n for n in c.notes)
+            assert not any("superposition not used" in n for n in c.note_lines)
             note = _tile_note(c)
             assert note.startswith("tile search (seed 000 §4.3): --tile "), note
             assert "predicted data movement" in note
@@ -102,7 +102,7 @@ def test_model_equals_the_planner_and_respects_the_constraints(name):
     assert c.schedule.use_superposition
     for m_up in (48 * KB, 8 * KB):
         t0 = cpu_seconds()                  # CPU time: load does not trip the cap
-        res = search_tile_sizes(c.scop, c.schedule, Options(shared_mem=m_up, **_force(forced)), sizes)
+        res = search_tile_sizes(c.scop, c.schedule, Options(shared_mem=m_up, **_force(forced)).compile, sizes)
         seconds = (cpu_seconds() - t0) / SEARCH_WORKERS
         assert res.searched, res.reason
         assert seconds < 5.0, seconds
@@ -113,7 +113,7 @@ def test_model_equals_the_planner_and_respects_the_constraints(name):
         for tile in [res.tile] + tiles:
             mapping = map_schedule(c.scop, c.schedule, Options(
                 sizes=sizes, tile=tile, shared_mem=48 * KB, keep_register_buffers=True,
-                vector=False))
+                vector=False).compile)
             bufs = {(k, b.name): b for k, p in mapping.plans.items() if p.memory
                     for b in p.memory.buffers}
             assert set(bufs) == set(model.extents(tile)), tile
@@ -133,7 +133,7 @@ def test_jacobi_2d_alt_sizes_follow_m_up_and_the_smallest_grid():
     columns: a block tile larger than the 8 rows only adds thread tiles, so the model
     is flat past 8 and the SMs (132 blocks at n = 1024) decide: 4 rows per block."""
     c = compile_source(_src("jacobi-2d-alt"), Options(sizes={"tsteps": 10, "n": 1024}))
-    res = search_tile_sizes(c.scop, c.schedule, Options(), {"tsteps": 10, "n": 1024})
+    res = search_tile_sizes(c.scop, c.schedule, Options().compile, {"tsteps": 10, "n": 1024})
     (k,) = res.model.kernels
     (b,) = k.buffers
     assert [e.text() for e in b.extents] == ["t0", "34"] and b.thread_tiles == (0,)
@@ -174,7 +174,7 @@ def test_per_thread_tiles_keep_the_superposition(name):
                    **_force(forced))
     c = compile_source(_src(name), opts)
     assert c.schedule.use_superposition
-    assert not any("points per thread" in n for n in c.notes)
+    assert not any("points per thread" in n for n in c.note_lines)
     assert "point(s) strided by the block size" in c.summary
     if math.prod(levels[0][:len(levels[1])]) <= 1024:     # one point per thread fits
         one = compile_source(_src(name), opts.with_(

@@ -78,7 +78,7 @@ def test_per_thread_tiles_match_cpu_and_predicted_counts(name, sizes, levels, or
 def test_gemm_4x4_registers_and_no_shared_buffer_for_c():
     n = 37
     c, r, opts = _compile_run("gemm", {"N": n}, G44)
-    (plan,) = map_schedule(c.scop, c.schedule, opts).plans.values()
+    (plan,) = map_schedule(c.scop, c.schedule, opts.compile).plans.values()
     assert plan.block == (16, 16, 1)
     assert plan.per_thread == (4, 4)
     assert [(m.tile, m.threads) for m in plan.members] == [(64, 16), (64, 16)]
@@ -157,10 +157,10 @@ def test_per_thread_tiles_keep_the_superposition():
     computing 2 rows strided by 16, and still matches the CPU."""
     sizes = {"tsteps": 3, "n": 37}
     c0 = compile_source(_src("jacobi-2d-alt"), Options(sizes=sizes, target="emulator"))
-    assert any(n.startswith("superposition: better coalescing") for n in c0.notes)
+    assert any(n.startswith("superposition: better coalescing") for n in c0.note_lines)
     c, r, _ = _compile_run("jacobi-2d-alt", sizes, ((32, 32), (2, 4)))
     assert c.schedule.use_superposition
-    assert not any("points per thread" in n for n in c.notes)
+    assert not any("points per thread" in n for n in c.note_lines)
     assert "per thread: 2 point(s) strided by the block size" in c.summary
     assert c.program.kernels["kernel0"].block == (32, 16, 1)
 

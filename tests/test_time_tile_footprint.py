@@ -37,7 +37,7 @@ def _run(name, sizes, *extra):
 
 
 def _localised(compiled) -> list[str]:
-    return [n for n in compiled.notes if "the tile's whole footprint" in n]
+    return [n for n in compiled.note_lines if "the tile's whole footprint" in n]
 
 
 @pytest.mark.parametrize("name,sizes,tiles,arrays", [
@@ -56,7 +56,7 @@ def test_2d_time_tiles_in_shared_memory_match_cpu_and_load_less_than_the_host_lo
     per step with per-tile shared buffers)."""
     compiled, rep, seconds = _run(name, sizes, "--time-tiling", tiles)
     assert rep.ok and rep.checked, rep
-    assert len(_localised(compiled)) == arrays, compiled.notes
+    assert len(_localised(compiled)) == arrays, compiled.note_lines
     assert "__syncthreads" in compiled.cuda
     assert seconds < COMPILE_SECONDS
     _, host, _ = _run(name, sizes)
@@ -102,7 +102,7 @@ def test_box_larger_than_shared_mem_stays_in_global_memory_with_a_note():
     assert rep.ok and rep.checked
     assert len(_localised(compiled)) == 1
     assert any("B: not localised (the box of the tile's footprint, 40x40" in n
-               for n in compiled.notes), compiled.notes
+               for n in compiled.note_lines), compiled.note_lines
 
 
 def test_shared_none_keeps_the_tiles_in_global_memory():

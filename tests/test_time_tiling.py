@@ -164,7 +164,7 @@ def test_jacobi_1d_time_tiled_matches_cpu_with_a_launch_per_wavefront(sizes, til
     compiled, rep = _tt("jacobi-1d.c", sizes, tiles)
     assert rep.ok and rep.checked, rep
     steps = int(sizes.split(",")[0].split("=")[1])
-    assert any(n.startswith("time tiling: tiles") for n in compiled.notes)
+    assert any(n.startswith("time tiling: tiles") for n in compiled.note_lines)
     assert rep.launches < 2 * steps or steps == 1   # host loop: 2 launches per step
     if sizes == "tsteps=22,n=100":
         assert rep.launches <= 15                   # 14 wavefronts (test above), +1 bound
@@ -179,7 +179,7 @@ def test_seidel_2d_time_tiled_matches_cpu():
 def test_time_tiling_refused_with_a_note_keeps_the_host_loop():
     compiled, rep = _tt("sor-1d-seq.c", "m=7,n=30", "4,4,4,4")
     assert rep.ok
-    assert any(n.startswith("--time-tiling not applied") for n in compiled.notes)
+    assert any(n.startswith("--time-tiling not applied") for n in compiled.note_lines)
 
 
 def test_time_tiling_options():
@@ -253,7 +253,7 @@ def test_jacobi_1d_tile_on_a_block_localised_loads_less_than_the_host_loop(sizes
     tiled, rep = _tt("jacobi-1d.c", sizes, tiles)
     assert rep.ok and rep.checked
     assert "one block per time tile" in _kernel_text(tiled)
-    assert any("the tile's whole footprint" in n for n in tiled.notes)
+    assert any("the tile's whole footprint" in n for n in tiled.note_lines)
     assert "__syncthreads" in tiled.cuda
     _, host = _tt("jacobi-1d.c", sizes, None)
     _, plain = _tt("jacobi-1d.c", sizes, tiles, ("--shared", "none"))
@@ -286,7 +286,7 @@ def test_2d_stencils_tile_on_a_block_match_cpu(name, sizes, tiles):
 def test_sor_1d_time_tiled_keeps_a_thread_per_tile(sizes):
     compiled, rep = _tt("sor-1d.c", sizes, "4,8")
     assert rep.ok and rep.checked
-    assert any("no parallel level inside a tile" in n for n in compiled.notes)
+    assert any("no parallel level inside a tile" in n for n in compiled.note_lines)
 
 
 def test_jacobi_2d_tiles_localised_when_asked():
@@ -297,7 +297,7 @@ def test_jacobi_2d_tiles_localised_when_asked():
     with per-tile buffers makes 5,290 at these small tiles)."""
     tiled, rep = _tt("jacobi-2d.c", "tsteps=5,n=23", "2,8,8", ("--localise", "t"))
     assert rep.ok and rep.checked
-    assert any("the tile's whole footprint" in n for n in tiled.notes), tiled.notes
+    assert any("the tile's whole footprint" in n for n in tiled.note_lines), tiled.note_lines
     _, plain = _tt("jacobi-2d.c", "tsteps=5,n=23", "2,8,8", ("--shared", "none"))
     assert rep.counters["loads"] < 0.3 * plain.counters["loads"]
 

@@ -269,7 +269,7 @@ def test_layout_of_numpy_views_steers_the_dl_model():
     assert plain.ok and transactions(plain.counters)["transactions_per_request"] == 32
     c, o = specialise_layout(declared, opts, views)
     assert o.layout == (("A", (1, 64)), ("B", (1, 64)))
-    assert "i→thread.x" in c.summary and any("real strides of A" in n for n in c.notes)
+    assert "i→thread.x" in c.summary and any("real strides of A" in n for n in c.note_lines)
     r = run(c, o, views)
     assert r.ok, r.message
     assert np.array_equal(views["B"], x.T)

@@ -67,7 +67,7 @@ def test_rcslmad_no_overlap_test():
     assert not is_rcslmad(CSLMAD(0, (10, 1), (4, 12)))      # span of j (12) > stride of i
     assert not is_restricted((10, 1), (4, 11))
     g = analyse_group([CSLMAD(0, (10, 1), (4, 12))])
-    assert g.case == "bounding-interval" and "no-overlap" in g.notes[0]
+    assert g.case == "bounding-interval" and "no-overlap" in g.notes[0].text
     # Theorem 1 on an RCSLMAD: addresses increase in lexicographic order
     f = CSLMAD(7, (100, 9, 2), (3, 11, 4))
     assert is_rcslmad(f)

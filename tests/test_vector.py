@@ -91,7 +91,7 @@ def test_plan_and_kir_use_vector_copies(name, ctype, tile):
         assert len(arrays & set(c.program.arrays)) == 1
     for k in c.program.kernels.values():
         assert all(_guarded(k.body))
-    mapping = map_schedule(c.scop, c.schedule, opts)
+    mapping = map_schedule(c.scop, c.schedule, opts.compile)
     bufs = [b for p in mapping.plans.values() if p.memory for b in p.memory.buffers]
     assert any(b.vector == width for b in bufs)
     for b in bufs:
@@ -166,9 +166,9 @@ def test_halo_rows_keep_element_copies():
     the plan says which buffers take vector copies."""
     c = compile_source(_src("jacobi-2d", "double"), _opts("jacobi-2d", {"n": 64, "tsteps": 2}, None))
     assert not _vector_copies(c)
-    assert not any("double2 copies" in n for n in c.notes)
+    assert not any("double2 copies" in n for n in c.note_lines)
     g = compile_source(_src("gemm", "float"), _opts("gemm", {"N": 64}, None))
-    assert sum("float4 copies" in n for n in g.notes) == 2
+    assert sum("float4 copies" in n for n in g.note_lines) == 2
 
 
 @pytest.mark.parametrize("tile", sorted(TILES))

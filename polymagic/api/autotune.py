@@ -48,6 +48,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ..errors import PolymagicError
+from ..notes import Note
 from ..options import Options
 
 #: statement instances of one emulator run while ranking (≈ 0.1-0.5 s each)
@@ -105,7 +106,7 @@ class AutotuneResult:
     axis_index: tuple[tuple[str, int], tuple[str, int]]   # ('tile'|'block', index) each
     labels: list[str]                   # names of the tile vector's entries
     seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
     def options(self, options: Options) -> Options:
         """``options`` with the chosen tile and block sizes (the start when none ran)."""
@@ -140,7 +141,7 @@ class AutotuneResult:
                 "candidates": [c.as_dict() for c in self.candidates],
                 "choice": self.best.as_dict() if self.best else None,
                 "start": self.start.as_dict(), "seconds": self.seconds,
-                "notes": list(self.notes), "summary": self.summary()}
+                "notes": [str(n) for n in self.notes], "summary": self.summary()}
 
 
 # ---- candidates ---------------------------------------------------------------------
@@ -148,7 +149,7 @@ class AutotuneResult:
 def _band(compiled, options: Options) -> tuple[int, int, list[str]]:
     """(block-tile members m, sub-tiled members s, labels) of the widest tiled band."""
     from ..mapping import map_schedule
-    mapping = map_schedule(compiled.scop, compiled.schedule, options)
+    mapping = map_schedule(compiled.scop, compiled.schedule, options.compile)
     best = (0, 0, [])
     for plan in mapping.plans.values():
         members, subs = list(plan.members), list(plan.sub_tiles)
@@ -314,7 +315,7 @@ def autotune(source: str, options: Options, language: str = "c",
     sizes, scalars = _run_sizes(scop, base, ns)
     target, _why = choose_target(base.target if base.target != "openmp" else "emulator")
     mode = "gpu" if target == "gpu" else "emulator"
-    notes: list[str] = []
+    notes: list[Note] = []
     m, s, labels = _band(base_compiled, base)
     if not m:
         start = AutotuneCandidate(tuple(base.tile or ()), tuple(base.block or ()), "start",
@@ -322,7 +323,7 @@ def autotune(source: str, options: Options, language: str = "c",
         return AutotuneResult(mode, [start], None, start, sizes, sizes, ("t0", "t1"),
                               (("tile", 0), ("tile", 1)), labels,
                               time.perf_counter() - t0,
-                              ["no parallel loop is tiled: nothing to tune"])
+                              [_note("no parallel loop is tiled: nothing to tune")])
     tile, block = _start(base, m, s)
     # seed 000 §4.3: the model's choice, and the model to cost every candidate
     model, searched = None, None
@@ -332,21 +333,21 @@ def autotune(source: str, options: Options, language: str = "c",
         asked = base.with_(tile=tile, tile_levels=(tile,), block=block)
         sched = (base_compiled.schedule if asked.compile.schedule == base_compiled.options.schedule
                  else compute_schedule(scop, base_compiled.deps, asked.compile.schedule))
-        found = search_tile_sizes(scop, sched, asked, sizes=sizes)
+        found = search_tile_sizes(scop, sched, asked.compile, sizes=sizes)
         model = found.model
         if found.searched:
             searched = tuple(found.tile)
-        notes.append(found.summary())
+        notes.append(_note(found.summary()))
     except PolymagicError as e:
-        notes.append(f"tile search skipped: {e}")
+        notes.append(_note(f"tile search skipped: {e}", "fallback"))
     cands, axis_index = candidates(m, s, tile, block, searched,
                                    max(1, int(base.autotune_candidates)))
     axes = tuple(labels[j] if what == "tile" and j < len(labels) else
                  f"threads {'xyz'[j]}" for what, j in axis_index)
     tune = sizes if mode == "gpu" else reduced_sizes(scop, sizes, max_instances)
     if mode != "gpu" and tune != sizes:
-        notes.append("candidates ran on the emulator at reduced sizes "
-                     + ", ".join(f"{k}={v}" for k, v in tune.items()))
+        notes.append(_note("candidates ran on the emulator at reduced sizes "
+                           + ", ".join(f"{k}={v}" for k, v in tune.items())))
     budget = float(base.autotune_budget)
     for i, c in enumerate(cands):
         if i and time.perf_counter() - t0 > budget:
@@ -361,13 +362,13 @@ def autotune(source: str, options: Options, language: str = "c",
     best = min(ok, key=lambda c: (c.score, cands.index(c)), default=None)
     skipped = [c for c in cands if c.skipped]
     if skipped:
-        notes.append(f"{len(skipped)} candidate(s) skipped: "
-                     + "; ".join(f"{c.label()}: {c.skipped}" for c in skipped[:3])
-                     + (" ..." if len(skipped) > 3 else ""))
+        notes.append(_note(f"{len(skipped)} candidate(s) skipped: "
+                           + "; ".join(f"{c.label()}: {c.skipped}" for c in skipped[:3])
+                           + (" ..." if len(skipped) > 3 else "")))
     failed = [c for c in cands if not c.skipped and not c.ok]
     if failed:
-        notes.append(f"{len(failed)} candidate(s) failed: "
-                     + "; ".join(f"{c.label()}: {c.error}" for c in failed[:3]))
+        notes.append(_note(f"{len(failed)} candidate(s) failed: "
+                           + "; ".join(f"{c.label()}: {c.error}" for c in failed[:3])))
     return AutotuneResult(mode, cands, best, cands[0], sizes, tune, axes, axis_index,
                           labels, time.perf_counter() - t0, notes)
 
@@ -499,3 +500,8 @@ def _score(cands: list[AutotuneCandidate], mode: str) -> None:
 
 __all__ = ["autotune", "AutotuneResult", "AutotuneCandidate", "candidates", "reduced_sizes",
            "launch_blocks", "MAX_INSTANCES"]
+
+
+def _note(text: str, kind: str = "info") -> Note:
+    """A line of the autotune result."""
+    return Note("autotune", text, kind=kind)

@@ -12,6 +12,7 @@ import importlib.util
 from typing import Mapping
 
 from ..errors import OptionsError
+from ..notes import Note
 from ..options import Options
 from ..compiler import Compiled, compile_source, specialise_layout
 from ..runtime.run import RunReport, run
@@ -28,12 +29,12 @@ def language(options: Options, path: str = "") -> str:
     return lang
 
 
-def planned_notes(options: Options) -> list[str]:
+def planned_notes(options: Options) -> list[Note]:
     """Notes for options that do nothing where they were given (never silent): the
     widgets of ``--explore`` need a notebook."""
     if options.explore:
-        return ["--explore shows widgets in a notebook (%%polycuda --explore); "
-                "the command line ignores it"]
+        return [Note("options", "--explore shows widgets in a notebook (%%polycuda --explore); "
+                     "the command line ignores it", subject=None, kind="refusal")]
     return []
 
 

@@ -34,6 +34,7 @@ from ..deps import Dependences, compute_dependences
 from ..errors import CompileError
 from ..frontend import parse
 from ..mapping import MappingResult
+from ..notes import Note
 from ..options import CompileOptions, Options
 from ..schedule import ScheduleResult, compute_schedule
 from ..scop import Scop
@@ -76,11 +77,16 @@ class Compiled:
     #: the options of the compile that produced this code (a cached compile is
     #: shared by requests whose :func:`_compile_key` is equal: its sizes may differ)
     options: CompileOptions
-    notes: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
     language: str = "c"
     stages: tuple[StageLog, ...] = ()
     #: the tile vector ``--tile auto`` chose (seed 000 §4.3); None when no search ran
     chosen_tile: tuple[int, ...] | None = None
+
+    @property
+    def note_lines(self) -> tuple[str, ...]:
+        """The notes as the lines users read (``str`` of each :class:`Note`)."""
+        return tuple(str(n) for n in self.notes)
 
 
 #: stage results and compiles by the keys of the module docstring (tests empty it
@@ -298,7 +304,8 @@ def specialise_layout(compiled: Compiled, options: O, arrays: Mapping[str, objec
     c = compile_source(compiled.scop.source, options, language=compiled.language)
     if layout:
         views = ", ".join(f"{n} (element strides {', '.join(map(str, s))})" for n, s in layout)
-        note = f"the DL coalescing model used the real strides of {views}"
+        note = Note("layout", f"the DL coalescing model used the real strides of {views}",
+                    kind="info")
         if note not in c.notes:
             c = replace(c, notes=c.notes + (note,))
     return c, options

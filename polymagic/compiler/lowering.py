@@ -31,7 +31,8 @@ from ..isl_util import OperationBudget, budget_spent
 from ..lower import LowerOptions, lower
 from ..mapping import MappingResult, map_schedule
 from ..tiles.search import search_schedule
-from ..options import Options
+from ..notes import Note
+from ..options import CompileOptions
 from ..schedule import ScheduleResult
 from ..scop import Scop
 
@@ -40,7 +41,7 @@ LOWER_OPERATIONS = 20_000_000
 #: any lowering: past this many isl operations a user error, not a hang
 LOWER_LIMIT_OPERATIONS = 40_000_000
 #: the budget of localised time tiles, when --localise asks for them, is this many times
-#: larger (:attr:`Options.time_tiling_operations` is the budget of the tiles themselves)
+#: larger (:attr:`CompileOptions.time_tiling_operations` is the budget of the tiles themselves)
 LOCALISED_TILES_FACTOR = 20
 
 
@@ -52,14 +53,14 @@ class Lowered:
     summary: str
     #: the tile search's, the schedule's, the memory plan's and localisation's notes,
     #: then the fallbacks taken
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     #: the mapping the program was lowered from (the last rung's)
     mapping: MappingResult
     #: the tile vector the ``--tile auto`` search chose; None when no search ran
     chosen_tile: tuple[int, ...] | None
 
 
-def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options) -> Lowered:
+def map_and_lower(scop: Scop, sched: ScheduleResult, options: CompileOptions) -> Lowered:
     """Choose the tiles, map the schedule and lower it, down the ladder's rungs as
     isl's budgets require (module docstring)."""
     options, chosen_tile, search_notes = search_tiles(scop, sched, options)
@@ -74,24 +75,24 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: Options) -> Lowere
     return Lowered(program, _summary(program, mapping), tuple(notes), mapping, chosen_tile)
 
 
-def search_tiles(scop: Scop, sched: ScheduleResult, options: Options
-                 ) -> tuple[Options, tuple[int, ...] | None, list[str]]:
+def search_tiles(scop: Scop, sched: ScheduleResult, options: CompileOptions
+                 ) -> tuple[CompileOptions, tuple[int, ...] | None, list[Note]]:
     """Rung 1, ``--tile auto``: seed 000 §4.3's search; returns the options with the
     chosen tiles, those tiles (None without a search) and the search's notes."""
     if options.tile_auto and options.time_tiling:
         # the time tiles' sizes are --time-tiling's; seed 000 §4.3's model has no
         # time-skewed tiles (fuzz finding 40: a KeyError in the search)
-        return options.with_(tile_auto=False), None, [
-            "--tile auto: no search with --time-tiling (its tiles are --time-tiling's "
-            "sizes; other kernels take the default tiles)"]
+        return options.with_(tile_auto=False), None, [Note(
+            "tiles", "--tile auto: no search with --time-tiling (its tiles are "
+            "--time-tiling's sizes; other kernels take the default tiles)", kind="refusal")]
     if not options.tile_auto:
         return options, None, []
     found = search_schedule(scop, sched, options, options.sizes)
-    return found.options(options), found.tile, [found.summary()] + found.notes
+    return found.options(options), found.tile, [Note("tiles", found.summary())] + found.notes
 
 
-def lower_mapping(scop: Scop, sched: ScheduleResult, options: Options,
-                  mapping: MappingResult) -> tuple[kir.Program, MappingResult, list[str]]:
+def lower_mapping(scop: Scop, sched: ScheduleResult, options: CompileOptions,
+                  mapping: MappingResult) -> tuple[kir.Program, MappingResult, list[Note]]:
     """Rungs 3-5: lower ``mapping`` under the budget its kind needs; returns the
     program, the mapping it came from (another one after a fallback) and the
     fallbacks' notes."""
@@ -102,7 +103,7 @@ def lower_mapping(scop: Scop, sched: ScheduleResult, options: Options,
     return lower_within_limit(scop, mapping, options), mapping, []
 
 
-def lower_within_limit(scop: Scop, mapping: MappingResult, options: Options) -> kir.Program:
+def lower_within_limit(scop: Scop, mapping: MappingResult, options: CompileOptions) -> kir.Program:
     """Rung 3: :func:`polymagic.lower.lower` within :data:`LOWER_LIMIT_OPERATIONS` isl
     operations: a user error naming the cause past it instead of a hang (fuzz finding
     31: tiles 33x34 over 3x32 threads on a three-nest time loop ran isl's AST
@@ -121,9 +122,9 @@ def lower_within_limit(scop: Scop, mapping: MappingResult, options: Options) -> 
                            ) from None
 
 
-def lower_dropping_buffers(scop: Scop, sched: ScheduleResult, options: Options,
+def lower_dropping_buffers(scop: Scop, sched: ScheduleResult, options: CompileOptions,
                            mapping: MappingResult
-                           ) -> tuple[kir.Program, MappingResult, list[str]]:
+                           ) -> tuple[kir.Program, MappingResult, list[Note]]:
     """Rung 4: a mapping with shared-memory copies within :data:`LOWER_OPERATIONS`;
     past it (or on any isl failure) the mapping again without buffers, lowered by
     :func:`lower_within_limit`."""
@@ -131,14 +132,14 @@ def lower_dropping_buffers(scop: Scop, sched: ScheduleResult, options: Options,
     if program is not None:
         return program, mapping, []
     mapping = map_schedule(scop, sched, options.with_(shared="none"))
-    return lower_within_limit(scop, mapping, options), mapping, [
+    return lower_within_limit(scop, mapping, options), mapping, [_fallback(
         f"shared-memory buffers dropped: generating their copy code took more than "
-        f"{LOWER_OPERATIONS} isl operations"]
+        f"{LOWER_OPERATIONS} isl operations")]
 
 
-def lower_time_tiles(scop: Scop, sched: ScheduleResult, options: Options,
-                     mapping: MappingResult) -> tuple[kir.Program, MappingResult, list[str]]:
-    """Rung 5: skewed time tiles within :attr:`Options.time_tiling_operations`.  The
+def lower_time_tiles(scop: Scop, sched: ScheduleResult, options: CompileOptions,
+                     mapping: MappingResult) -> tuple[kir.Program, MappingResult, list[Note]]:
+    """Rung 5: skewed time tiles within :attr:`CompileOptions.time_tiling_operations`.  The
     tiles themselves stay well inside it (each launch's affine set: jacobi-2d 4,32,32
     in 0.7 s); the moves of localised 2-d tiles can take minutes, so asked for
     (``--localise``) localised tiles get :data:`LOCALISED_TILES_FACTOR` times the
@@ -149,10 +150,10 @@ def lower_time_tiles(scop: Scop, sched: ScheduleResult, options: Options,
     budget = limit * (LOCALISED_TILES_FACTOR if options.localise and mapping.local_copies
                       else 1)
     program = _lower_within(scop, mapping, options, budget)
-    fallback: list[str] = []
+    fallback: list[Note] = []
     if program is None and mapping.local_copies:
-        fallback = [f"time tiling: the tiles' data not localised: generating the code "
-                    f"of their moves took more than {budget} isl operations"]
+        fallback = [_fallback(f"time tiling: the tiles' data not localised: generating the "
+                              f"code of their moves took more than {budget} isl operations")]
         mapping = map_schedule(scop, sched, options.with_(shared="none"))
         program = _lower_within(scop, mapping, options, limit)
     if program is None:
@@ -162,8 +163,8 @@ def lower_time_tiles(scop: Scop, sched: ScheduleResult, options: Options,
     return program, mapping, fallback
 
 
-def lower_unlocalised(scop: Scop, sched: ScheduleResult, options: Options, error: Exception
-                      ) -> tuple[Options, kir.Program, MappingResult, list[str]]:
+def lower_unlocalised(scop: Scop, sched: ScheduleResult, options: CompileOptions, error: Exception
+                      ) -> tuple[CompileOptions, kir.Program, MappingResult, list[Note]]:
     """Rung 6: seed 001 moves that isl could not print (a superposition kernel's, or
     the single mapping's with a window of 2 over a box placement: fuzz finding 37):
     the same kernels without localisation (never a crash, never wrong code).  Returns
@@ -172,17 +173,22 @@ def lower_unlocalised(scop: Scop, sched: ScheduleResult, options: Options, error
     options = options.with_(localise=None, localise_auto=False)
     mapping = map_schedule(scop, sched, options)
     program, mapping, fallback = lower_mapping(scop, sched, options, mapping)
-    return options, program, mapping, [
-        f"localisation dropped: generating the code of its moves failed ({why})"] + fallback
+    return options, program, mapping, [_fallback(
+        f"localisation dropped: generating the code of its moves failed ({why})")] + fallback
 
 
-def lower_options(options: Options) -> LowerOptions:
+def _fallback(text: str) -> Note:
+    """A note of a rung of the ladder taken."""
+    return Note("lowering", text, kind="fallback")
+
+
+def lower_options(options: CompileOptions) -> LowerOptions:
     """The lowering's settings among the compile options."""
     return LowerOptions(per_kernel=options.per_kernel,
                         exact_subscripts=options.exact_subscripts)
 
 
-def _lower_within(scop: Scop, mapping: MappingResult, options: Options, budget: int
+def _lower_within(scop: Scop, mapping: MappingResult, options: CompileOptions, budget: int
                   ) -> kir.Program | None:
     """The program of ``mapping`` within ``budget`` isl operations; None when isl
     fails (past the budget or otherwise)."""
@@ -202,14 +208,15 @@ def _summary(program: kir.Program, mapping: MappingResult) -> str:
             f"site(s): {blocks}")
 
 
-def _stage_notes(sched: ScheduleResult, mapping: MappingResult, options: Options
-                 ) -> list[str]:
+def _stage_notes(sched: ScheduleResult, mapping: MappingResult, options: CompileOptions
+                 ) -> list[Note]:
     """The schedule's notes, the memory plans' and localisation's decisions, and a
     note when ``--localise`` named a loop no kernel runs inside its threads."""
     notes = list(sched.notes)
     notes += [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
     notes += [d for plan in mapping.plans.values() if plan.local for d in plan.local.decisions]
     if options.localise is not None and not any(p.local for p in mapping.plans.values()):
-        notes.append(f"--localise {options.localise[0]}: no kernel runs a sequential loop "
-                     f"'{options.localise[0]}' inside its threads; nothing was localised")
+        notes.append(Note("lowering", f"--localise {options.localise[0]}: no kernel runs a "
+                          f"sequential loop '{options.localise[0]}' inside its threads; "
+                          "nothing was localised", kind="refusal"))
     return notes

@@ -41,7 +41,7 @@ _MAPPED_IDS = list(kir.THREAD_IDS.values()) + list(kir.BLOCK_IDS.values())
 @dataclass(frozen=True)
 class LowerOptions:
     """How the lowering generates code (hidden compile options: no flag sets them;
-    :class:`polymagic.options.Options` carries them, part of the compile key)."""
+    :class:`polymagic.options.CompileOptions` carries them, part of the compile key)."""
     #: generate every program's kernels one by one (:mod:`.per_kernel`), not only
     #: those where isl's one-tree AST lets the host depend on block/thread ids (the
     #: tests send programs that do not need it through that path)

@@ -20,7 +20,7 @@ them there.
 from __future__ import annotations
 
 from ..errors import OptionsError
-from ..options import Options
+from ..options import CompileOptions
 from ..schedule import ScheduleResult
 from ..scop import Scop
 from .observer import (NO_OBSERVER, BandEvent, GroupBuffersEvent, MappingObserver,
@@ -32,13 +32,13 @@ from .single import map_single
 from .superposition import default_block, map_superposition, tied_axes
 
 
-def superposed(sched: ScheduleResult, options: Options) -> bool:
+def superposed(sched: ScheduleResult, options: CompileOptions) -> bool:
     """Whether the seed 003 superposition maps this program (per-thread tiles,
     ``--tile T:t``, included: :func:`.superposition.tiles_and_threads`)."""
     return options.mapping == "superposition" and sched.use_superposition
 
 
-def map_schedule(scop: Scop, sched: ScheduleResult, options: Options,
+def map_schedule(scop: Scop, sched: ScheduleResult, options: CompileOptions,
                  observer: MappingObserver = NO_OBSERVER) -> MappingResult:
     """Tile and mark the schedule tree; return it with one plan per kernel.
     ``observer`` is told of each band or superposition kernel on the way

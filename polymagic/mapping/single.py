@@ -22,6 +22,7 @@ nodes delimit kernels; :mod:`polymagic.lower` turns the tree into Kernel IR.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import islpy as isl
 
@@ -31,8 +32,9 @@ from ..isl_util import has_parallelism, leading_coincident, param_id
 from ..memory.constant import ConstantChooser
 from ..memory.localcode import LocalBuffer
 from ..memory.plan import (CopyNamer, KernelMemory, atomic, drop_register_buffers,
-                           graft_copies, plan_kernel_memory)
-from ..options import Options, per_thread_tile
+                           graft_copies, is_decision_about, memory_note, plan_kernel_memory)
+from ..notes import Note
+from ..options import CompileOptions, per_thread_tile
 from ..schedule import ScheduleResult
 from ..scop import Scop
 from ..timeblock import TIME_TILES_MARK
@@ -49,7 +51,7 @@ class SingleMapper(TimeKernels):
     kernels are :class:`.time_kernels.TimeKernels`'.  ``observer`` sees each band
     before it is tiled (:meth:`parallel_kernel`)."""
 
-    def __init__(self, scop: Scop, options: Options,
+    def __init__(self, scop: Scop, options: CompileOptions,
                  observer: MappingObserver = NO_OBSERVER):
         self.scop = scop
         self.options = options
@@ -246,9 +248,9 @@ class SingleMapper(TimeKernels):
         if reuse is not None:
             plan.memory = reuse
         elif self.options.shared != "none" and not rectangular:
-            plan.memory = KernelMemory(decisions=[
-                f"{name[3:]}: no buffers: the tiles are skewed (band or host loops are not plain "
-                "loop iterators); buffers over skewed tiles are not planned yet"])
+            plan.memory = KernelMemory(decisions=[memory_note(
+                name[3:], None, "no buffers: the tiles are skewed (band or host loops are not "
+                "plain loop iterators); buffers over skewed tiles are not planned yet")])
         elif self.options.shared != "none":
             plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name[3:],
                                              host_prefix)
@@ -271,8 +273,8 @@ class SingleMapper(TimeKernels):
         if s and not jams and not (plan.memory and plan.memory.buffers):
             memory = plan.memory or KernelMemory()
             subbed = ", ".join(member_text(full, j) for j in range(m, m + s))
-            memory.decisions = memory.decisions + [
-                f"{name[3:]}: {subbed} not sub-tiled: no buffer to stage"]
+            memory.decisions = memory.decisions + [Note(
+                "mapping", f"{subbed} not sub-tiled: no buffer to stage", kernel=name[3:])]
             return self._parallel_kernel(original, memory)
         if m:
             self.constant_arrays(plan, domain, host_prefix, full, n, m,
@@ -311,9 +313,10 @@ class SingleMapper(TimeKernels):
         mem = plan.memory
         dropped = {b.array for b in mem.buffers if b.array in chosen}
         mem.buffers = [b for b in mem.buffers if b.array not in chosen]
-        heads = {f"{plan.name[3:]}: {a}: " for a in dropped}
-        mem.decisions = [next((h + "not buffered (read from __constant__ memory)"
-                               for h in heads if d.startswith(h) and "register" not in d), d)
+        mem.decisions = [replace(d, stage="constant", kind="decision",
+                                 text="not buffered (read from __constant__ memory)")
+                         if is_decision_about(d, plan.name[3:], dropped) and
+                         d.stage != "registers" else d
                          for d in mem.decisions] + lines
 
     def sub_tile_sizes(self, m: int, s: int) -> tuple[int, ...]:
@@ -340,7 +343,7 @@ class SingleMapper(TimeKernels):
         return node
 
 
-def map_single(scop: Scop, sched: ScheduleResult, options: Options,
+def map_single(scop: Scop, sched: ScheduleResult, options: CompileOptions,
                observer: MappingObserver = NO_OBSERVER) -> MappingResult:
     """Seed 004 §4.1's mapping of ``sched``'s tree: tiled and marked, one plan per
     kernel."""

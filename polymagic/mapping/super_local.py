@@ -4,14 +4,15 @@ L private to each thread along a loop a thread group runs sequentially
 loop (:meth:`SuperLocalisation.step_local`)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 import islpy as isl
 
 from .. import kir
-from ..memory.localcode import LocalBuffer, LocalPlan
+from ..memory.localcode import LocalBuffer, LocalPlan, local_note
 from ..memory.plan import CopyNamer
-from ..options import Options
+from ..options import CompileOptions
 from ..schedule.superposition import Kernel, SuperPlan, ThreadGroup
 from ..scop import Scop
 from .result import TreeReduction
@@ -22,7 +23,7 @@ class SuperLocalisation:
     """The localisation part of :class:`.superposition.SuperMapper` (a mixin: it
     reads the mapper's plan, options, the kernel being built and its memory)."""
     scop: Scop
-    options: Options
+    options: CompileOptions
     namer: CopyNamer
     local_copies: dict[str, tuple[str, LocalBuffer]]
     plan: SuperPlan
@@ -72,8 +73,10 @@ class SuperLocalisation:
         if loop is not None and not plan.buffers and not plan.decisions and any(
                 loop in self.scop.statement(s).iterators for s in k.statements):
             plan.decisions.append(
-                f"{kname}: --localise {loop}: {loop} is not a sequential loop inside this "
-                "superposition kernel (it is mapped to blocks or threads): not localised")
+                local_note(
+                    kname, None,
+                    f"--localise {loop}: {loop} is not a sequential loop inside this "
+                    "superposition kernel (it is mapped to blocks or threads): not localised"))
         return plan if plan.buffers or plan.decisions else None
 
     def _local_refs(self, statements: list[str]) -> set[tuple[str, int]]:
@@ -143,9 +146,11 @@ class SuperLocalisation:
             # blocks or threads (S2's l and S3's i on thread x): the moves ran in blocks
             # that do not own the group's points (a cross-block race on the emulator)
             self.local.decisions.append(
-                f"{kname}: not localised along a thread's loop: its statements "
-                f"{', '.join(g.statements)} run different loops on the blocks or threads "
-                "(their moves are not yet confined to each statement's blocks)")
+                local_note(
+                    kname, None,
+                    f"not localised along a thread's loop: its statements "
+                    f"{', '.join(g.statements)} run different loops on the blocks or threads "
+                    "(their moves are not yet confined to each statement's blocks)"))
             return node
         depth = node.get_tree_depth()
         orig = node.child(0).child(0) if g.dims else node.child(0)
@@ -159,16 +164,20 @@ class SuperLocalisation:
                 new, lp = auto_localise(self.scop, orig, kname, self.block, opts, buffered,
                                         trial, self.text, loops, exposed_move_in)
         except (LocaliseError, isl.Error) as e:
-            self.local.decisions.append(f"{kname}: not localised ({e}); left in global "
-                                        "memory")
+            self.local.decisions.append(local_note(
+                kname, None,
+                f"not localised ({e}); left in global "
+                "memory"))
             return node
         if lp is None:
             return node
         extra = sum(lb.nbytes for lb in lp.buffers)
         if extra and self._local_bytes() + extra > min(opts.shared_mem, LOCAL_LIMIT):
             self.local.decisions.append(
-                f"{kname}: not localised ({extra} bytes of per-thread L next to the "
-                "kernel's buffers would exceed the shared memory of a block)")
+                local_note(
+                    kname, None,
+                    f"not localised ({extra} bytes of per-thread L next to the "
+                    "kernel's buffers would exceed the shared memory of a block)"))
             return node
         self.local.decisions += lp.decisions
         if not lp.buffers:
@@ -199,9 +208,11 @@ class SuperLocalisation:
             return None
         if any(s in self.reductions for s in it.statements):
             if forced:
-                self.local.decisions.append(f"{self.memory.kname}: step loop {name} not "
-                                            "localised (its tree reductions keep their own "
-                                            "shared memory)")
+                self.local.decisions.append(local_note(
+                    self.memory.kname, None,
+                    f"step loop {name} not "
+                    "localised (its tree reductions keep their own "
+                    "shared memory)"))
             return None
         kname = self.memory.kname
         window = opts.localise[1] if forced else 1
@@ -231,12 +242,15 @@ class SuperLocalisation:
             from ..memory.localise import LocaliseError
             if not isinstance(e, (isl.Error, LocaliseError)):
                 raise
-            self.local.decisions.append(f"{kname}: step loop {name} not localised ({e})")
+            self.local.decisions.append(local_note(
+                kname, None,
+                f"step loop {name} not localised ({e})"))
             return None
         if lp is None or not forced and not lp.buffers:
             return None             # the default says nothing where it localises nothing
-        lp.decisions = [d.replace("along the time loop", f"along the step loop {name}")
-                        .replace("shared by the block", "shared by the block's threads")
+        lp.decisions = [replace(d, text=d.text.replace("along the time loop",
+                                                       f"along the step loop {name}")
+                                .replace("shared by the block", "shared by the block's threads"))
                         for d in lp.decisions]
         self.local.decisions += lp.decisions
         if not lp.buffers:
@@ -244,10 +258,12 @@ class SuperLocalisation:
         if sized:
             self.specialised.update(sized)
             self.local.decisions.append(
-                f"{kname}: L of step loop {name} sized at " +
-                ", ".join(f"{k}={v}" for k, v in sized.items()) +
-                " (its footprint grows with the problem size): the kernel is specialised "
-                "to these sizes")
+                local_note(
+                    kname, None,
+                    f"L of step loop {name} sized at " +
+                    ", ".join(f"{k}={v}" for k, v in sized.items()) +
+                    " (its footprint grows with the problem size): the kernel is specialised "
+                    "to these sizes"))
         self.local.buffers += lp.buffers
         done = {lb.array for lb in lp.buffers}
         self.memory.deferred = [a for a in self.memory.deferred if a not in done]
@@ -272,9 +288,11 @@ class SuperLocalisation:
             return None
         if saved <= 0:
             return None
-        lp.decisions.insert(0, f"{kname}: localised along the step loop {name} by default: "
-                               f"the analytic model predicts {saved} fewer global accesses "
-                               f"per block at {AUTO_SIZE} per size (--no-localise turns it off)")
+        lp.decisions.insert(0, local_note(
+            kname, None,
+            f"localised along the step loop {name} by default: "
+            f"the analytic model predicts {saved} fewer global accesses "
+            f"per block at {AUTO_SIZE} per size (--no-localise turns it off)"))
         return lp
 
     def graft_step_local(self, x: isl.ScheduleNode, lp) -> isl.ScheduleNode:

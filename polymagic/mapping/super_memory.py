@@ -2,14 +2,16 @@
 (seed 000 §3 and seed 004 §4.2 on seed 003's tree; see :class:`SuperMemory`)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
 import islpy as isl
 
 from ..memory.localcode import LocalPlan
 from ..memory.plan import BufferPlan, CopyNamer, KernelMemory, drop_register_buffers, \
-    graft_copies
-from ..options import Options
+    graft_copies, is_decision_about, memory_note
+from ..notes import Note
+from ..options import CompileOptions
 from ..schedule.superposition import Kernel, SuperPlan, ThreadGroup
 from ..scop import Scop
 from .result import TreeReduction
@@ -21,7 +23,7 @@ class KernelBuilder(Protocol):
     (:class:`.superposition.SuperMapper`)."""
     scop: Scop
     plan: SuperPlan
-    options: Options
+    options: CompileOptions
     namer: CopyNamer
     block: tuple[int, int, int]                         # threads per block of the kernel
     steps: list[dict[str, tuple[int, int]]]             # step loops around the node built
@@ -64,7 +66,8 @@ class SuperMemory:
         self.n_groups = 0
 
     def refuse(self, why: str) -> "SuperMemory":
-        self.mem.decisions.append(f"{self.kname}: no buffers: {why}")
+        self.mem.decisions.append(memory_note(self.kname, None, f"no buffers: {why}",
+                                              "fallback"))
         return self
 
     def _budget(self):
@@ -110,7 +113,7 @@ class SuperMemory:
         if not arrays:
             return []
         self.n_groups += 1
-        label = f"{self.kname} (thread group [{','.join(g.statements)}])"
+        group = f"thread group [{','.join(g.statements)}]"
         try:
             with self._budget():
                 tiles = isl.UnionMap.from_multi_union_pw_aff(chunk).intersect_domain(
@@ -119,10 +122,11 @@ class SuperMemory:
                 bufs, lines, _ = level_buffers(scop, prefix, options, self.kname,
                                                f"sh{self.kid}t{self.n_groups}", "thread tile",
                                                arrays, self._fixed(pre), False)
-                lines = [f"{ln} in thread group [{','.join(g.statements)}]" for ln in lines]
+                lines = [replace(ln, text=f"{ln.text} in {group}") for ln in lines]
         except isl.Error:
-            self.mem.decisions.append(f"{label}: no buffers: planning them took too many "
-                                      "isl operations")
+            self.mem.decisions.append(Note("memory", "no buffers: planning them took too many "
+                                           "isl operations", kernel=self.kname, where=group,
+                                           kind="fallback"))
             return []
         self.decided.update(arrays)
         bufs, dropped = fit_buffers(bufs, options, self.kname,
@@ -131,7 +135,7 @@ class SuperMemory:
         self.mem.decisions += lines + dropped
         return bufs
 
-    def constants(self, chosen: set[str], lines: list[str]) -> None:
+    def constants(self, chosen: set[str], lines: list[Note]) -> None:
         """Seed 004 §4.2 as in :meth:`SingleMapper.constant_arrays`: the arrays read from
         ``__constant__`` memory get no shared buffer, at the block level (dropped) nor
         per thread tile (no longer deferred to the thread groups)."""
@@ -139,9 +143,9 @@ class SuperMemory:
         self.mem.buffers = [b for b in self.mem.buffers if b.array not in chosen]
         self.block_bufs = [b for b in self.block_bufs if b.array not in chosen]
         self.deferred = [a for a in self.deferred if a not in chosen]
-        heads = {f"{self.kname}: {a}: " for a in dropped}
-        self.mem.decisions = [next((h + "not buffered (read from __constant__ memory)"
-                                    for h in heads if d.startswith(h)), d)
+        self.mem.decisions = [replace(d, stage="constant", kind="decision",
+                                      text="not buffered (read from __constant__ memory)")
+                              if is_decision_about(d, self.kname, dropped) else d
                               for d in self.mem.decisions] + lines
 
     def registers(self, k: Kernel, domain: isl.UnionSet, point: isl.UnionMap, n_host: int,
@@ -167,13 +171,14 @@ class SuperMemory:
         kept = []
         for r in regs:
             if r.array in local:
-                lines[r.line] = (f"{self.kname}: {r.array}: not in a register (localised "
-                                 "along a step loop: seed 001's L keeps it across the steps)")
+                lines[r.line] = replace(lines[r.line], text="not in a register (localised "
+                                        "along a step loop: seed 001's L keeps it across the "
+                                        "steps)")
                 continue
             if r.array in reduced:
-                lines[r.line] = (f"{self.kname}: {r.array}: not in a register (a tree "
-                                 "reduction's statement accesses it; the reduction keeps its "
-                                 "own per-thread accumulator)")
+                lines[r.line] = replace(lines[r.line], text="not in a register (a tree "
+                                        "reduction's statement accesses it; the reduction "
+                                        "keeps its own per-thread accumulator)")
                 continue
             r.line += len(self.mem.decisions)
             kept.append(r)
@@ -187,7 +192,7 @@ class SuperMemory:
 
     def register_plan(self, k: Kernel, domain: isl.UnionSet, point: isl.UnionMap | None,
                       n_host: int
-                      ) -> tuple[list, list[str]] | None:
+                      ) -> tuple[list, list[Note]] | None:
         """:func:`.memory.registers.plan_registers` on kernel ``k``'s thread points (no
         side effect: :meth:`registers` applies it; the localisation asks it first, to
         leave the register arrays alone); None when no register can be planned."""
@@ -247,7 +252,7 @@ class SuperMemory:
     def result(self) -> KernelMemory | None:
         for a in self.deferred:
             if a not in self.decided:
-                self.mem.decisions.append(
-                    f"{self.kname}: {a}: not buffered (footprint grows with the problem size "
-                    "per block, and no thread group touching it has thread tiles)")
+                self.mem.decisions.append(memory_note(
+                    self.kname, a, "not buffered (footprint grows with the problem size per "
+                    "block, and no thread group touching it has thread tiles)"))
         return self.mem if self.mem.decisions or self.mem.buffers else None

@@ -21,7 +21,7 @@ from ..isl_util import param_id
 from ..memory.constant import ConstantChooser
 from ..memory.localcode import LocalBuffer, LocalPlan
 from ..memory.plan import BufferPlan, CopyNamer, atomic, graft_copies
-from ..options import Options, per_thread_tile
+from ..options import CompileOptions, per_thread_tile
 from ..schedule.loop_kinds import reduction_operator
 from ..schedule.superposition import Kernel, StepLoop, SuperPlan, ThreadGroup
 from ..scop import Scop
@@ -69,7 +69,7 @@ class SuperText:
         return names.pop() if len(names) == 1 else "?"
 
 
-def default_block(k: Kernel, options: Options) -> tuple[int, int, int]:
+def default_block(k: Kernel, options: CompileOptions) -> tuple[int, int, int]:
     """Threads per block of superposition kernel ``k`` before a given tile caps
     them: ``--block``, else :data:`DEFAULT_BLOCKS` for its thread groups' largest
     number of dims."""
@@ -89,7 +89,7 @@ def tied_axes(k: Kernel) -> list[list[str]]:
              if all(b.get(s) == v for s, v in d.items())] for b in k.block]
 
 
-def tiles_and_threads(k: Kernel, options: Options) -> tuple[list[int], tuple[int, int, int]]:
+def tiles_and_threads(k: Kernel, options: CompileOptions) -> tuple[list[int], tuple[int, int, int]]:
     """Block tiles ``TL_k`` (``--tile``, else as many points as the threads of the
     axis running the same loop) and threads per block of kernel ``k``.  Per-thread
     tiles (``--tile T:t``, seed 000 §4.1): ``T_j / t_j`` threads on the axis
@@ -136,7 +136,7 @@ class SuperMapper(SuperLocalisation):
     ``observer`` sees each kernel before it is built, and each thread group's thread
     tiles and thread-tile buffers (:mod:`.observer`)."""
 
-    def __init__(self, scop: Scop, plan: SuperPlan, options: Options,
+    def __init__(self, scop: Scop, plan: SuperPlan, options: CompileOptions,
                  observer: MappingObserver = NO_OBSERVER):
         self.scop = scop
         self.plan = plan
@@ -593,7 +593,7 @@ class SuperMapper(SuperLocalisation):
                 " | ".join(inner).replace("{ |", "{").replace("| }", "}"))
 
 
-def map_superposition(scop: Scop, plan: SuperPlan, options: Options,
+def map_superposition(scop: Scop, plan: SuperPlan, options: CompileOptions,
                       observer: MappingObserver = NO_OBSERVER) -> MappingResult:
     """The superposed schedule tree of ``plan`` with one plan per kernel (seed 003
     §4.2-4.3)."""

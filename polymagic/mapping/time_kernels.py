@@ -20,7 +20,7 @@ from ..errors import OptionsError
 from ..isl_util import param_id
 from ..memory.localcode import LocalBuffer
 from ..memory.plan import CopyNamer
-from ..options import Options
+from ..options import CompileOptions
 from ..scop import Scop
 from .result import DEFAULT_BLOCKS, HOST_PARAM, KernelPlan, MappedMember, kernel_mark
 from .tree import id_bounds, member_text, single_piece, statement_names
@@ -33,7 +33,7 @@ class TimeKernels:
     """The time-loop kernels of :class:`.single.SingleMapper` (a mixin: it reads the
     mapper's ``scop``, ``options``, ``plans``, ``namer`` and ``local_copies``)."""
     scop: Scop
-    options: Options
+    options: CompileOptions
     plans: dict[str, KernelPlan]
     namer: CopyNamer
     local_copies: dict[str, tuple[str, LocalBuffer]]
@@ -224,21 +224,23 @@ class TimeKernels:
         tile_footprint`): move-ins at first touch inside the time loop, one write-back
         after it."""
         from ..memory.localcode import LOCAL_LIMIT, graft_shared, graft_tile_writeback, \
-            tile_footprint
+            local_note, tile_footprint
         kname = plan.name[3:]
         keep, backs, lines, used = [], [], [], 0
         limit = min(self.options.shared_mem, LOCAL_LIMIT)
         for lb in plan.local.buffers:
             lb2, back, why = tile_footprint(self.scop, lb, limit, used)
-            lines.append(f"{kname}: {why}")
+            lines.append(local_note(kname, lb.array, why))
             if lb2 is not None:
                 keep.append(lb2)
                 used += lb2.nbytes
                 if back is not None:
                     backs.append(back)
+        # the footprint's line replaces each buffer's line of plan_shared
+        replaced = {lb.array for lb in plan.local.buffers}
         plan.local.buffers = keep
         plan.local.decisions = [d for d in plan.local.decisions
-                                if "localised along the time loop" not in d] + lines
+                                if d.subject not in replaced] + lines
         if not keep:
             return seq
         x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)

@@ -22,6 +22,7 @@ import numpy as np
 from .. import kir
 from ..expr import evaluate
 from ..dtypes import DTYPES
+from ..notes import Note
 from ..scop import Scop
 
 #: Bytes of constant memory a CUDA module may declare.
@@ -76,21 +77,22 @@ class ConstantChooser:
         self.size_dependent = False
 
     def consider(self, kernel: str, domain: isl.UnionSet, point: isl.UnionMap,
-                 n_host: int) -> tuple[set[str], list[str]]:
+                 n_host: int) -> tuple[set[str], list[Note]]:
         """:meth:`_consider` under an isl operation budget (then: no constants)."""
         from ..isl_util import OperationBudget
         try:
             with OperationBudget(self.scop.context.get_ctx(), PLAN_OPERATIONS):
                 return self._consider(kernel, domain, point, n_host)
         except isl.Error:
-            return set(), [f"{kernel}: no constant memory: deciding it took more than "
-                           f"{PLAN_OPERATIONS} isl operations"]
+            return set(), [Note("constant", f"no constant memory: deciding it took more than "
+                                f"{PLAN_OPERATIONS} isl operations", kernel=kernel,
+                                kind="fallback")]
 
     def _consider(self, kernel: str, domain: isl.UnionSet, point: isl.UnionMap,
-                  n_host: int) -> tuple[set[str], list[str]]:
+                  n_host: int) -> tuple[set[str], list[Note]]:
         """Arrays of this kernel to read from constant memory, and one decision line
         per read-only array the kernel reads."""
-        lines: list[str] = []
+        lines: list[Note] = []
         out: set[str] = set()
         point = point.intersect_domain(domain)
         reads: dict[str, isl.UnionMap] = {}
@@ -104,7 +106,8 @@ class ConstantChooser:
                 rel = isl.UnionMap.from_map(a.relation).intersect_domain(domain)
                 reads[a.array] = reads[a.array].union(rel) if a.array in reads else rel
         for array in [a for a in self.scop.arrays if a in reads]:
-            head = f"{kernel}: {array}: "
+            def head(text: str, array: str = array) -> Note:
+                return Note("constant", text, kernel=kernel, subject=array)
             if not self.enabled:
                 continue
             if array in self.refused:
@@ -116,26 +119,26 @@ class ConstantChooser:
             if per_point.is_empty():
                 continue
             if not _thread_invariant(isl.Map.from_union_map(per_point), n_host):
-                lines.append(head + "not in constant memory (threads read different elements)")
+                lines.append(head("not in constant memory (threads read different elements)"))
                 self.refused.add(array)
                 continue
             nbytes = array_bytes(self.scop, array, self.sizes)
             self.size_dependent = True
             if nbytes is None:
-                lines.append(head + "not in constant memory (read-only and the same for every "
-                             "thread, but its size is unknown at compile time: give --size)")
+                lines.append(head("not in constant memory (read-only and the same for every "
+                             "thread, but its size is unknown at compile time: give --size)"))
                 self.refused.add(array)
                 continue
             total = sum(self.chosen.values()) + nbytes
             if total > CONSTANT_LIMIT:
-                lines.append(head + f"not in constant memory ({nbytes} B would bring the "
-                             f"constant arrays to {total} B > {CONSTANT_LIMIT} B)")
+                lines.append(head(f"not in constant memory ({nbytes} B would bring the "
+                             f"constant arrays to {total} B > {CONSTANT_LIMIT} B)"))
                 self.refused.add(array)
                 continue
             self.chosen[array] = nbytes
             out.add(array)
-            lines.append(head + f"__constant__ {symbol(array)} (read-only, the same elements "
-                         f"for every thread of a launch; {nbytes} B at the given sizes)")
+            lines.append(head(f"__constant__ {symbol(array)} (read-only, the same elements "
+                         f"for every thread of a launch; {nbytes} B at the given sizes)"))
         return out, lines
 
     def decls(self) -> dict[str, kir.ConstantDecl]:

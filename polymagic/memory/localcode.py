@@ -33,6 +33,8 @@ import islpy as isl
 
 from .. import kir
 from ..expr import Binary, Expr, Int, Var
+from ..notes import Note
+from ..options import CompileOptions
 from ..scop import Scop, buffer_bytes
 from .localise import MAX_RHO_PIECES, LocaliseError, Localisation, live_move_out, localise
 
@@ -121,21 +123,26 @@ class LocalBuffer:
 class LocalPlan:
     """What ``--localise`` did in one kernel: buffers and one line per decision."""
     buffers: list[LocalBuffer] = field(default_factory=list)
-    decisions: list[str] = field(default_factory=list)
+    decisions: list[Note] = field(default_factory=list)
 
 
-def _reusing(scop: Scop, prefix, array: str, window: int, who: str,
-             decisions: list[str]) -> Localisation | None:
+def local_note(kernel: str, array: str | None, text: str, kind: str = "decision") -> Note:
+    """A decision of seed 001's localisation: ``kernel: array: text``."""
+    return Note("localise", text, kernel=kernel, subject=array, kind=kind)
+
+
+def _reusing(scop: Scop, prefix, array: str, window: int, who: tuple[str, str],
+             decisions: list[Note]) -> Localisation | None:
     """The localisation of ``array`` along the loop (seed 001 §4.2) when it keeps
     something from one step to the next; else None, with the reason in ``decisions``."""
     try:
         loc = localise(scop, prefix, array, window, require_reuse=True)
     except (LocaliseError, isl.Error) as e:
-        decisions.append(f"{who}: not localised ({e})")
+        decisions.append(local_note(*who, f"not localised ({e})"))
         return None
     if loc.kept.is_empty():
-        decisions.append(f"{who}: not localised (no reuse from one step to the next: "
-                         "G is empty)")
+        decisions.append(local_note(*who, "not localised (no reuse from one step to the next: "
+                         "G is empty)"))
         return None
     return loc
 
@@ -193,7 +200,7 @@ def _modulo(ix: isl.PwAff, drift: int, extent: int, np_: int) -> isl.PwAff:
     return ix.sub(t.scale_val(isl.Val(drift))).mod_val(isl.Val(extent)).coalesce()
 
 
-def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
+def plan_local(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel: str,
                block: tuple[int, int, int], buffered: set[tuple[str, int]],
                window: int) -> LocalPlan:
     """Localisation of every array accessed below ``x`` (the child of the localised
@@ -212,24 +219,30 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         refs = [(s.name, k) for s in scop.statements if s.name in names
                 for k, acc in enumerate(s.accesses) if acc.array == a]
         if any(r in buffered for r in refs):
-            out.decisions.append(f"{kernel}: {a}: not localised (a per-tile buffer or a register "
-                                 "serves it)")
+            out.decisions.append(local_note(
+                kernel, a,
+                "not localised (a per-tile buffer or a register "
+                "serves it)"))
             continue
-        loc = _reusing(scop, prefix, a, window, f"{kernel}: {a}", out.decisions)
+        loc = _reusing(scop, prefix, a, window, (kernel, a), out.decisions)
         if loc is None:
             continue
         if loc.storage is None:
-            out.decisions.append(f"{kernel}: {a}: not localised (the cached set grows with "
-                                 "the problem size)")
+            out.decisions.append(local_note(
+                kernel, a,
+                "not localised (the cached set grows with "
+                "the problem size)"))
             continue
         if loc.reorg == "unknown":
-            out.decisions.append(f"{kernel}: {a}: not localised (drift unknown)")
+            out.decisions.append(local_note(kernel, a, "not localised (drift unknown)"))
             continue
         reorg = loc.reorg
         if reorg != "none" and options.reorg != "auto":
             if options.reorg == "modulo" and loc.constant_drift is None:
-                out.decisions.append(f"{kernel}: {a}: --reorg modulo needs a constant drift; "
-                                     "using the in-situ move")
+                out.decisions.append(local_note(
+                    kernel, a,
+                    "--reorg modulo needs a constant drift; "
+                    "using the in-situ move"))
                 reorg = "move"
             else:
                 reorg = options.reorg
@@ -239,26 +252,32 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
         if reorg == "modulo":
             index = [_modulo(ix, d, e, np_) for ix, d, e in zip(index, loc.constant_drift, exts)]
         if max(ix.n_piece() for ix in index) > COMPACT_PIECES:
-            out.decisions.append(f"{kernel}: {a}: not localised (its placement has too many "
-                                 "pieces to print)")
+            out.decisions.append(local_note(
+                kernel, a,
+                "not localised (its placement has too many "
+                "pieces to print)"))
             continue
         name = f"lc{kid}_{a}"
         ext = tuple(([rows] if rows > 1 else []) + exts)
         lb = LocalBuffer(name, a, scop.arrays[a].ctype, ext, loc, prefix, index, rows, block,
                          refs, moves=2 if reorg == "move" else 0)
         if total + lb.nbytes > min(options.shared_mem, LOCAL_LIMIT):
-            out.decisions.append(f"{kernel}: {a}: not localised ({lb.nbytes} bytes would "
-                                 "exceed the shared memory of a block)")
+            out.decisions.append(local_note(
+                kernel, a,
+                f"not localised ({lb.nbytes} bytes would "
+                "exceed the shared memory of a block)"))
             continue
         total += lb.nbytes
         out.buffers.append(lb)
         drift = ("δ = " + ", ".join(map(str, loc.constant_drift))
                  if loc.constant_drift is not None else "δ varies")
         out.decisions.append(
-            f"{kernel}: {a}: localised along the loop (seed 001): {name}"
-            f"[{']['.join(map(str, ext))}], {loc.layout} placement, {drift}, "
-            f"reorganisation: {reorg}" + (f", window {window}" if window > 1 else "")
-            + "".join(f"; {n}" for n in loc.notes))
+            local_note(
+                kernel, a,
+                f"localised along the loop (seed 001): {name}"
+                f"[{']['.join(map(str, ext))}], {loc.layout} placement, {drift}, "
+                f"reorganisation: {reorg}" + (f", window {window}" if window > 1 else "")
+                + "".join(f"; {n}" for n in loc.notes)))
     return out
 
 
@@ -293,7 +312,8 @@ def graft_local(scop: Scop, x: isl.ScheduleNode, plan: LocalPlan,
 
 
 def localise_kernel(scop: Scop, root: isl.ScheduleNode, kernel: str,
-                    block: tuple[int, int, int], options, buffered: set[tuple[str, int]],
+                    block: tuple[int, int, int], options: CompileOptions,
+                    buffered: set[tuple[str, int]],
                     copies: dict[str, tuple[str, LocalBuffer]], member_text,
                     refine=None) -> tuple[isl.ScheduleNode, LocalPlan | None]:
     """Apply ``--localise LOOP[:w]`` inside one kernel whose subtree is ``root``;
@@ -318,7 +338,8 @@ def localise_kernel(scop: Scop, root: isl.ScheduleNode, kernel: str,
 
 
 def auto_localise(scop: Scop, root: isl.ScheduleNode, kernel: str,
-                  block: tuple[int, int, int], options, buffered: set[tuple[str, int]],
+                  block: tuple[int, int, int], options: CompileOptions,
+                  buffered: set[tuple[str, int]],
                   copies: dict[str, tuple[str, LocalBuffer]], member_text,
                   loops: list[str], refine=None) -> tuple[isl.ScheduleNode, LocalPlan | None]:
     """The default (no ``--localise``, no ``--no-localise``): localise along the one of
@@ -355,9 +376,11 @@ def auto_localise(scop: Scop, root: isl.ScheduleNode, kernel: str,
         return root, None
     saved, loop, node, plan, trial = best
     copies.update(trial)
-    plan.decisions.insert(0, f"{kernel}: localised along {loop} by default: the analytic "
-                             f"model predicts {saved} fewer global accesses at "
-                             f"{AUTO_SIZE} per size (--no-localise turns it off)")
+    plan.decisions.insert(0, local_note(
+        kernel, None,
+        f"localised along {loop} by default: the analytic "
+        f"model predicts {saved} fewer global accesses at "
+        f"{AUTO_SIZE} per size (--no-localise turns it off)"))
     return node, plan
 
 
@@ -422,7 +445,7 @@ def _prefix_and_arrays(scop: Scop, x: isl.ScheduleNode
     return prefix, names, arrays
 
 
-def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
+def plan_shared(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel: str,
                 block: tuple[int, int, int], window: int,
                 skip: dict[str, str] | None = None) -> LocalPlan:
     """Localisation along the time loop of a one-block kernel: every array accessed
@@ -440,9 +463,9 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
     np_ = x.get_schedule_depth()
     for a in arrays:
         if skip and a in skip:
-            out.decisions.append(f"{kernel}: {a}: not localised ({skip[a]})")
+            out.decisions.append(local_note(kernel, a, f"not localised ({skip[a]})"))
             continue
-        loc = _reusing(scop, prefix, a, window, f"{kernel}: {a}", out.decisions)
+        loc = _reusing(scop, prefix, a, window, (kernel, a), out.decisions)
         if loc is None:
             continue
         index, s = None, None
@@ -454,7 +477,9 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
             except LocaliseError:    # |C(t)| not affine (fuzz finding 33): the box below
                 s = 0
             if s is None:
-                out.decisions.append(f"{kernel}: {a}: not localised (unbounded at these sizes)")
+                out.decisions.append(local_note(
+                    kernel, a,
+                    "not localised (unbounded at these sizes)"))
                 continue
             if s:
                 index = [_modulo(loc.rho, loc.constant_drift[0], s, np_)]
@@ -466,14 +491,16 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
             try:
                 box, _ = _box_index(loc.cached)
             except LocaliseError as e:
-                out.decisions.append(f"{kernel}: {a}: not localised ({e})")
+                out.decisions.append(local_note(kernel, a, f"not localised ({e})"))
                 continue
             exts = []
             for ix in box:
                 e = _at_sizes(ix, sizes)
                 exts.append(None if e is None else e + 1)
             if None in exts:
-                out.decisions.append(f"{kernel}: {a}: not localised (unbounded at these sizes)")
+                out.decisions.append(local_note(
+                    kernel, a,
+                    "not localised (unbounded at these sizes)"))
                 continue
             index = [_array_mod(loc.cached, d, e) for d, e in enumerate(exts)]
             how = ("bounding box addressed modulo its extents ("
@@ -486,14 +513,18 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options, kernel: str,
                                            for k, acc in enumerate(s.accesses)
                                            if acc.array == a])
         if total + lb.nbytes > min(options.shared_mem, LOCAL_LIMIT):
-            out.decisions.append(f"{kernel}: {a}: not localised ({lb.nbytes} bytes at these "
-                                 "sizes would exceed the shared memory of a block)")
+            out.decisions.append(local_note(
+                kernel, a,
+                f"not localised ({lb.nbytes} bytes at these "
+                "sizes would exceed the shared memory of a block)"))
             continue
         total += lb.nbytes
         out.buffers.append(lb)
-        out.decisions.append(f"{kernel}: {a}: localised along the time loop (seed 001): "
-                             f"{lb.name}[{']['.join(map(str, exts))}] shared by the block, {how}"
-                             + (f", window {window}" if window > 1 else ""))
+        out.decisions.append(local_note(
+            kernel, a,
+            f"localised along the time loop (seed 001): "
+            f"{lb.name}[{']['.join(map(str, exts))}] shared by the block, {how}"
+            + (f", window {window}" if window > 1 else "")))
     return out
 
 
@@ -606,17 +637,17 @@ def tile_footprint(scop: Scop, lb: LocalBuffer, limit: int, used: int
     the tile wrote move out once, after its last step.  This keeps isl's code small
     where the per-step move-out ``C(p) − C(p+1)`` of skewed 2-d tiles costs minutes
     of AST generation.  Returns (the buffer, with its move-in, for the steps; the
-    buffer of the write-back, on the tile's prefix; a decision line), or
+    buffer of the write-back, on the tile's prefix; the decision about ``lb.array``), or
     ``(None, None, why)`` when the footprint is unbounded or too large."""
     cached = lb.loc.cached
     n = cached.dim(isl.dim_type.in_)
     tile = cached.project_out(isl.dim_type.in_, n - 1, 1)          # { [w, c..] -> A[x] }
     exts = _box_extents(tile)
     if None in exts:
-        return None, None, f"{lb.array}: not localised (the tile's footprint is unbounded)"
+        return None, None, "not localised (the tile's footprint is unbounded)"
     exts = [e for e in exts]
     if used + buffer_bytes(lb.ctype, tuple(exts)) > limit:
-        return None, None, (f"{lb.array}: not localised (the tile's footprint, "
+        return None, None, (f"not localised (the tile's footprint, "
                             f"{'x'.join(map(str, exts))}, exceeds the shared memory of a block)")
     before = _same_tile_before(n, True).align_params(cached.get_space())
     lb.loc.move_in = cached.subtract(before.apply_range(cached)).coalesce()
@@ -630,7 +661,7 @@ def tile_footprint(scop: Scop, lb: LocalBuffer, limit: int, used: int
                            [_array_mod(written, d, e) for d, e in enumerate(exts)],
                            lb.rows, lb.block, [])
         back.written = written
-    return lb, back, (f"{lb.array}: the tile's whole footprint {lb.name}"
+    return lb, back, (f"the tile's whole footprint {lb.name}"
                       f"[{']['.join(map(str, exts))}] in shared memory (modulo addressing), "
                       "moved in at first touch" + (", written back after the tile's last step"
                                                    if back is not None else ""))
@@ -706,7 +737,7 @@ def _tile_maps(scop: Scop, slices: list[isl.UnionMap], array: str
     return refs, co(touched), co(reads), co(writes)
 
 
-def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
+def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, kernel: str,
                   block: tuple[int, int, int], steps: int) -> LocalPlan:
     """Every array a time tile touches in shared memory for the whole tile (seed 001
     §4 with the tile's time loop as the localised loop and a window covering all its
@@ -744,8 +775,10 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
     limit = min(options.shared_mem, LOCAL_LIMIT)
     slices = time_slices(seq, prefix, steps)
     if slices is None:
-        out.decisions.append(f"{kernel}: the tile's data not localised (its time steps are "
-                             "not T·c_0 + k of its prefix)")
+        out.decisions.append(local_note(
+            kernel, None,
+            "the tile's data not localised (its time steps are "
+            "not T·c_0 + k of its prefix)"))
         return out
     total = 0
     for a in arrays:
@@ -754,16 +787,20 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
             continue
         exts = _span_extents(touched)
         if None in exts:
-            out.decisions.append(f"{kernel}: {a}: not localised (the tile's footprint is "
-                                 "unbounded)")
+            out.decisions.append(local_note(
+                kernel, a,
+                "not localised (the tile's footprint is "
+                "unbounded)"))
             continue
         ctype = scop.arrays[a].ctype
         nbytes = buffer_bytes(ctype, tuple(exts))
         if total + nbytes > limit:
             out.decisions.append(
-                f"{kernel}: {a}: not localised (the box of the tile's footprint, "
-                f"{'x'.join(map(str, exts))}, {nbytes} bytes, exceeds the shared memory "
-                f"left to the block, {limit - total} of {limit} bytes)")
+                local_note(
+                    kernel, a,
+                    f"not localised (the box of the tile's footprint, "
+                    f"{'x'.join(map(str, exts))}, {nbytes} bytes, exceeds the shared memory "
+                    f"left to the block, {limit - total} of {limit} bytes)"))
             continue
         empty = isl.Map.empty(touched.get_space())
         index = [_array_mod(touched, d, e) for d, e in enumerate(exts)]
@@ -775,11 +812,13 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options, kernel: str,
         total += nbytes
         out.buffers.append(lb)
         out.decisions.append(
-            f"{kernel}: {a}: the tile's whole footprint in shared memory (seed 001 with "
-            f"the tile's steps as one window): {lb.name}[{']['.join(map(str, exts))}], its "
-            "bounding box addressed modulo its extents; the elements the tile reads copied "
-            "in once before its first step" + (", those it writes copied back once after "
-                                               "its last step" if writes is not None else ""))
+            local_note(
+                kernel, a,
+                f"the tile's whole footprint in shared memory (seed 001 with "
+                f"the tile's steps as one window): {lb.name}[{']['.join(map(str, exts))}], its "
+                "bounding box addressed modulo its extents; the elements the tile reads copied "
+                "in once before its first step" + (", those it writes copied back once after "
+                "its last step" if writes is not None else "")))
     return out
 
 

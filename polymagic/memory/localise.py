@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from ..isl_util import OperationBudget, TimedOut, in_child
+from ..notes import Note
 from ..scop import Scop
 from .scratchpad import data_spaces
 
@@ -69,7 +70,7 @@ class Localisation:
     drifts: list[isl.PwAff]           # δ per subscript on { [[p] -> A[x]] : x ∈ G(p) } ([]: unknown)
     constant_drift: tuple[int, ...] | None   # δ when it is one constant per subscript
     written: bool                     # some served reference writes the array
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
     @property
     def rho(self) -> isl.PwAff:
@@ -356,16 +357,18 @@ def localise(scop: Scop, prefix: isl.UnionMap, array: str, window: int = 1,
     else:
         index, extents = _box_index(c)
         layout = "box"
-        notes.append(f"{array}: bounding-box layout instead of the compact placement ({why})")
+        notes.append(Note("localise", f"bounding-box layout instead of the compact placement "
+                          f"({why})", subject=array, kind="fallback"))
     if None in extents:
-        notes.append(f"{array}: the cached set grows with the problem size")
+        notes.append(Note("localise", "the cached set grows with the problem size",
+                          subject=array, kind="info"))
     try:
         with OperationBudget(c.get_ctx(), COUNT_OPERATIONS):
             drifts, const = drift(index, g)
     except isl.Error:
         drifts, const = [], None
-        notes.append(f"{array}: the drift was not computed (too many isl operations); "
-                     "no reorganisation is generated")
+        notes.append(Note("localise", "the drift was not computed (too many isl operations); "
+                          "no reorganisation is generated", subject=array, kind="fallback"))
     return Localisation(array, window, [(d.stmt, d.ref) for d in spaces], c, i, o, g,
                         count, index, extents, layout, drifts, const,
                         any(d.is_write for d in spaces), notes)

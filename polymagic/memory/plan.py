@@ -26,7 +26,8 @@ import math
 import islpy as isl
 
 from .. import kir
-from ..options import Options
+from ..notes import Note
+from ..options import CompileOptions
 from ..scop import Scop
 from .registers import RegisterPlan
 from .scratchpad import (Box, DataSpace, Partition, bounding_box, copy_in_hull, data_spaces,
@@ -64,19 +65,38 @@ class BufferPlan:
 @dataclass
 class KernelMemory:
     buffers: list[BufferPlan] = field(default_factory=list)
-    decisions: list[str] = field(default_factory=list)   # one line per array
+    decisions: list[Note] = field(default_factory=list)   # one line per array
     registers: list[RegisterPlan] = field(default_factory=list)   # seed 004 §4.2
 
     @property
     def shared_bytes(self) -> int:
         return sum(b.nbytes for b in self.buffers)
 
+    @property
+    def dropped_any(self) -> bool:
+        """A buffer was dropped to fit ``--shared-mem`` (:func:`fit_buffers`' notes: the
+        memory plan's only fallbacks about one array)."""
+        return any(d.stage == "memory" and d.kind == "fallback" and d.subject is not None
+                   for d in self.decisions)
+
+
+def memory_note(kernel: str, array: str | None, text: str, kind: str = "decision") -> Note:
+    """A buffer decision of the memory plan: ``kernel: array: text``."""
+    return Note("memory", text, kernel=kernel, subject=array, kind=kind)
+
+
+def is_decision_about(note: Note, kernel: str, arrays) -> bool:
+    """``note`` is a decision of ``kernel`` (not of a part of it) about one of
+    ``arrays``: the lines a later decision (registers, ``__constant__`` memory)
+    replaces."""
+    return note.kernel == kernel and note.where is None and note.subject in arrays
+
 
 def _prefix(node: isl.ScheduleNode) -> isl.UnionMap:
     return node.get_prefix_schedule_union_map().intersect_domain(node.get_domain())
 
 
-def _candidates(scop: Scop, spaces: list[DataSpace], options: Options
+def _candidates(scop: Scop, spaces: list[DataSpace], options: CompileOptions
                 ) -> list[tuple[Partition, Box, bool, str]]:
     """Partitions of the given data spaces (one level) with their boxes and decisions."""
     out = []
@@ -215,7 +235,7 @@ PLAN_OPERATIONS = 4_000_000
 
 
 def plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleNode,
-                       options: Options, kernel: str, fixed: isl.UnionMap | None = None
+                       options: CompileOptions, kernel: str, fixed: isl.UnionMap | None = None
                        ) -> KernelMemory:
     """:func:`_plan_kernel_memory` under an isl operation budget: a loop nest whose
     data spaces are too intricate gets no buffers instead of a hang."""
@@ -224,12 +244,13 @@ def plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleN
         with OperationBudget(scop.context.get_ctx(), PLAN_OPERATIONS):
             return _plan_kernel_memory(scop, outer, inner, options, kernel, fixed)
     except isl.Error:
-        return KernelMemory(decisions=[f"{kernel}: no buffers: planning them took more than "
-                                       f"{PLAN_OPERATIONS} isl operations"])
+        return KernelMemory(decisions=[memory_note(
+            kernel, None, f"no buffers: planning them took more than {PLAN_OPERATIONS} isl "
+            "operations", "fallback")])
 
 
 def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleNode,
-                        options: Options, kernel: str, fixed: isl.UnionMap | None = None
+                        options: CompileOptions, kernel: str, fixed: isl.UnionMap | None = None
                         ) -> KernelMemory:
     """Choose buffers for a block tile.
 
@@ -269,16 +290,17 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
         bufs, reasons = array_buffers(scop, options, array, cands, prefix, level, written,
                                       f"sh{kid}", flows)
         chosen += bufs
-        mem.decisions.append(f"{kernel}: {array}: " + "; ".join(reasons))
+        mem.decisions.append(memory_note(kernel, array, "; ".join(reasons)))
     if options.shared_mem > MAX_SHARED:
-        mem.decisions.append(f"{kernel}: --shared-mem {options.shared_mem // 1024} KB capped at "
-                             f"{MAX_SHARED // 1024} KB (the most a block may opt in to)")
+        mem.decisions.append(memory_note(
+            kernel, None, f"--shared-mem {options.shared_mem // 1024} KB capped at "
+            f"{MAX_SHARED // 1024} KB (the most a block may opt in to)", "refusal"))
     mem.buffers, dropped = fit_buffers(chosen, options, kernel)
     mem.decisions += dropped
     return mem
 
 
-def array_buffers(scop: Scop, options: Options, array: str,
+def array_buffers(scop: Scop, options: CompileOptions, array: str,
                   cands: list[tuple[Partition, Box, bool, str]], prefix: isl.UnionMap,
                   level: str, written: bool, stem: str, flows: dict | None = None
                   ) -> tuple[list[BufferPlan], list[str]]:
@@ -310,16 +332,16 @@ def array_buffers(scop: Scop, options: Options, array: str,
     return chosen, reasons
 
 
-def level_buffers(scop: Scop, prefix: isl.UnionMap, options: Options, kernel: str, stem: str,
+def level_buffers(scop: Scop, prefix: isl.UnionMap, options: CompileOptions, kernel: str, stem: str,
                   level: str, arrays: list[str], fixed: isl.UnionMap | None,
-                  defer_unbounded: bool) -> tuple[list[BufferPlan], list[str], list[str]]:
+                  defer_unbounded: bool) -> tuple[list[BufferPlan], list[Note], list[str]]:
     """Buffers of ``arrays`` at one level of a kernel whose instances (and block, sub-tile
     or thread tile) ``prefix`` gives: the superposition's kernels (seed 003) plan at the
     block level, then per thread tile for the arrays whose block footprint grows with
     the problem size (``defer_unbounded``: such an array is returned, not decided).
     Returns (buffers, one decision line per array decided, deferred arrays)."""
     chosen: list[BufferPlan] = []
-    lines: list[str] = []
+    lines: list[Note] = []
     deferred: list[str] = []
     dom = prefix.domain()
     spaces = data_spaces(scop, prefix, set(arrays), fixed)
@@ -335,28 +357,29 @@ def level_buffers(scop: Scop, prefix: isl.UnionMap, options: Options, kernel: st
         bufs, reasons = array_buffers(scop, options, array, cands, prefix, level, written, stem,
                                       flows)
         chosen += bufs
-        lines.append(f"{kernel}: {array}: " + "; ".join(reasons))
+        lines.append(memory_note(kernel, array, "; ".join(reasons)))
     return chosen, lines, deferred
 
 
-def fit_buffers(bufs: list[BufferPlan], options: Options, kernel: str, used: int = 0
-                ) -> tuple[list[BufferPlan], list[str]]:
+def fit_buffers(bufs: list[BufferPlan], options: CompileOptions, kernel: str, used: int = 0
+                ) -> tuple[list[BufferPlan], list[Note]]:
     """The buffers that fit ``--shared-mem`` (capped at :data:`MAX_SHARED`) next to
     ``used`` bytes, smallest first, with a line per buffer dropped."""
     limit = min(options.shared_mem, MAX_SHARED)
-    kept, lines = [], []
+    kept: list[BufferPlan] = []
+    lines: list[Note] = []
     total = used
     for b in sorted(bufs, key=lambda b: b.nbytes):
         if total + b.nbytes > limit:
-            lines.append(f"{kernel}: {b.array}: {b.name} dropped: "
-                         f"{total + b.nbytes} bytes would exceed {limit} per block")
+            lines.append(memory_note(kernel, b.array, f"{b.name} dropped: {total + b.nbytes} "
+                                     f"bytes would exceed {limit} per block", "fallback"))
             continue
         total += b.nbytes
         kept.append(b)
     return kept, lines
 
 
-def drop_register_buffers(mem: KernelMemory, kernel: str, options: Options,
+def drop_register_buffers(mem: KernelMemory, kernel: str, options: CompileOptions,
                           points_per_thread: int = 1) -> list[str]:
     """No duplicate storage (seed 004 §4.2 with seed 000 §4.1): an array planned into
     per-thread registers has subscripts that vary only with the thread loops, so its
@@ -383,11 +406,11 @@ def drop_register_buffers(mem: KernelMemory, kernel: str, options: Options,
     if not dropped:
         return []
     mem.buffers = [b for b in mem.buffers if b.array not in dropped]
-    heads = {f"{kernel}: {a}: ": a for a in dropped}
+    lines = {r.line for r in mem.registers}
     for i, d in enumerate(mem.decisions):
-        head = next((h for h in heads if d.startswith(h) and "register" not in d), None)
-        if head is not None and i not in {r.line for r in mem.registers}:
-            mem.decisions[i] = head + ("not buffered (kept in registers across the "
+        if is_decision_about(d, kernel, dropped) and d.stage != "registers" and i not in lines:
+            mem.decisions[i] = replace(d, stage="registers", kind="decision",
+                                       text="not buffered (kept in registers across the "
                                        "sequential loops: loaded from and stored to global "
                                        "memory once per thread point)")
     return dropped
@@ -405,12 +428,12 @@ def vector_width(ctype: str) -> int:
     return {"float": 4, "double": 2}.get(ctype, 0)
 
 
-def vectorise(scop: Scop, options: Options, buf: BufferPlan) -> BufferPlan:
+def vectorise(scop: Scop, options: CompileOptions, buf: BufferPlan) -> BufferPlan:
     """Prepare a buffer for 16-byte copies (seed 002 §3.4): its innermost offset
     ``g`` is rounded down to a multiple of the vector width ``w`` and its row pitch
     up to one (padding the row when ``g`` is not provably aligned, e.g. jacobi's
     halo ``32 b - 1``), so that a chunk aligned in the global array (``a ≡ 0 mod w``)
-    is aligned in the buffer too.  Arrays passed as strided views (``Options.layout``),
+    is aligned in the buffer too.  Arrays passed as strided views (``CompileOptions.layout``),
     rows shorter than two vectors and copy sets with partial chunks
     (:func:`_whole_chunks`) keep scalar copies; so does ``--device-mem`` (its launch
     tiling bounds the kernels' accesses by interval arithmetic, too coarse on the

@@ -34,6 +34,7 @@ import islpy as isl
 from .. import kir
 from ..expr import Access, Assign, Binary, Expr, Int, Var, accesses, map_expr
 from ..expr import walk as walk_expr
+from ..notes import Note
 from ..scop import Scop
 
 #: Most registers one array may take per thread (one per point a thread owns).
@@ -83,7 +84,7 @@ PLAN_OPERATIONS = 2_000_000
 
 def plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
                    kernel: str, thread_loops: list[str], seq_loops: list[str],
-                   n_host: int = 0) -> tuple[list[RegisterPlan], list[str]]:
+                   n_host: int = 0) -> tuple[list[RegisterPlan], list[Note]]:
     """:func:`_plan_registers` under an isl operation budget."""
     from ..isl_util import OperationBudget
     try:
@@ -91,13 +92,13 @@ def plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
             return _plan_registers(scop, domain, point, kernel, thread_loops, seq_loops,
                                    n_host)
     except isl.Error:
-        return [], [f"{kernel}: no registers: planning them took more than "
-                    f"{PLAN_OPERATIONS} isl operations"]
+        return [], [Note("registers", f"no registers: planning them took more than "
+                         f"{PLAN_OPERATIONS} isl operations", kernel=kernel, kind="fallback")]
 
 
 def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
                     kernel: str, thread_loops: list[str], seq_loops: list[str],
-                    n_host: int = 0) -> tuple[list[RegisterPlan], list[str]]:
+                    n_host: int = 0) -> tuple[list[RegisterPlan], list[Note]]:
     """Seed 004 §4.2: the arrays of a kernel whose elements stay in registers.
 
     ``domain`` holds the kernel's statement instances, ``point`` maps each to its
@@ -105,7 +106,7 @@ def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
     decision line per array accessed by the kernel."""
     point = point.intersect_domain(domain)
     plans: list[RegisterPlan] = []
-    lines: list[str] = []
+    lines: list[Note] = []
     arrays: dict[str, list] = {}
     for s in scop.statements:
         if domain.extract_set(s.domain.get_space()).is_empty():
@@ -120,42 +121,44 @@ def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
         if rel.is_empty():
             continue
         per_point = point.reverse().apply_range(rel)
-        head = f"{kernel}: {array}: "
+        def head(text: str, array: str = array) -> Note:
+            return Note("registers", text, kernel=kernel, subject=array)
         if not scop.arrays[array].shape:
-            lines.append(head + "not in a register (a scalar shared by every thread)")
+            lines.append(head("not in a register (a scalar shared by every thread)"))
             continue
         if not per_point.is_single_valued():
-            lines.append(head + "not in a register (its subscripts vary with loops other "
-                         f"than the thread loops {_texts(thread_loops)})")
+            lines.append(head("not in a register (its subscripts vary with loops other "
+                         f"than the thread loops {_texts(thread_loops)})"))
             continue
         if not _private(per_point, n_host):
-            lines.append(head + "not in a register (several thread points of a launch touch "
-                         "one element)")
+            lines.append(head("not in a register (several thread points of a launch touch "
+                         "one element)"))
             continue
         stmts = sorted({s.name for s, _ in refs}, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
         touching = isl.UnionSet.empty(domain.get_space())
         for s, _ in refs:
             touching = touching.union(domain.intersect(isl.UnionSet.from_set(s.domain)))
         if point.intersect_domain(touching).is_injective():
-            lines.append(head + "not in a register (one access per thread point: no reuse)")
+            lines.append(head("not in a register (one access per thread point: no reuse)"))
             continue
         reason = (f"subscripts vary only with the thread loops {_texts(thread_loops)}; "
                   f"reused across {_texts(seq_loops) if seq_loops else 'the loops inside'}")
         points = isl.Set.from_union_set(point.intersect_domain(touching).range())
         plan = RegisterPlan(array, scop.arrays[array].ctype, stmts, reason, line=len(lines),
                             points=points)
-        lines.append(head + f"register planned ({reason})")
+        lines.append(head(f"register planned ({reason})"))
         plans.append(plan)
     return plans, lines
 
 
-def decision_line(kernel: str, plan: RegisterPlan) -> str:
+def decision_line(kernel: str, plan: RegisterPlan) -> Note:
     """The report line of a register plan after :func:`promote_registers`."""
-    head = f"{kernel}: {plan.array}: "
     if plan.registers:
-        return head + f"register {', '.join(plan.registers)} per thread ({plan.reason})"
-    why = "; ".join(sorted(set(plan.skipped))) or "no loop to hoist the accesses out of"
-    return head + f"not in a register ({why})"
+        text = f"register {', '.join(plan.registers)} per thread ({plan.reason})"
+    else:
+        why = "; ".join(sorted(set(plan.skipped))) or "no loop to hoist the accesses out of"
+        text = f"not in a register ({why})"
+    return Note("registers", text, kernel=kernel, subject=plan.array)
 
 
 # ---- the Kernel IR pass ----------------------------------------------------------------

@@ -30,6 +30,7 @@ import numpy as np
 from .. import kir
 from ..compiler import Compiled
 from ..mapping import MappingResult
+from ..notes import Note
 from .islnp import eval_pw_multi_aff, set_points
 from ..options import Options
 
@@ -53,7 +54,7 @@ class KernelInfo:
     sequential: list[str]
     block: tuple[int, int, int]
     buffers: list = field(default_factory=list)        # memory.plan.BufferPlan
-    decisions: list[str] = field(default_factory=list)
+    decisions: list[Note] = field(default_factory=list)
     filters: dict[str, isl.Set] = field(default_factory=dict)   # stmt -> instances with ids
 
     @property
@@ -127,7 +128,8 @@ def mapping_of(compiled: Compiled, options: Options) -> MappingInfo:
     # setting, say, as the explorer's tile controls ask for)
     if kept is None:
         MAPPING_RUNS["fresh"] += 1
-    mapping = kept if kept is not None else map_schedule(scop, compiled.schedule, options)
+    mapping = kept if kept is not None else map_schedule(scop, compiled.schedule,
+                                                         options.compile)
     filters = _mapping_filters(mapping.schedule, {s.name for s in scop.statements})
     kernels = []
     for mark, plan in mapping.plans.items():
@@ -496,8 +498,8 @@ def tile_footprint(compiled, options: Options, kernel: str | None = None,
                 pre = _fix_umap(b.prefix, psizes)
                 sub = pre.intersect_range(isl.UnionSet.from_set(pt)).domain().intersect(inst)
                 current = _union_points(_apply([r for r, _ in rels], sub), array, ndim)
-        decision = next((d.split(": ", 2)[-1] for d in k.decisions
-                         if d.startswith(f"{k.name}: {array}: ")), "")
+        decision = next((d.text for d in k.decisions
+                         if d.kernel == k.name and d.where is None and d.subject == array), "")
         out.append(ArrayFootprint(array, shape, touched,
                                   touched if current is None else current, written,
                                   boxes, decision))
@@ -566,7 +568,7 @@ def memory_text(compiled, options: Options) -> str:
                          f"{'yes' if b.copy_in is not None else 'no'}, copy-out "
                          f"{'yes' if b.copy_out is not None else 'no'}")
         for d in k.decisions:
-            lines.append("  decision: " + d.split(": ", 1)[-1])
+            lines.append("  decision: " + d.after_kernel())
         if options.shared == "none":
             lines.append("  (--shared none: no buffers were planned)")
     return "\n".join(lines)

@@ -190,7 +190,7 @@ def autotune_html(result) -> str:
                     f"<td style='text-align:right'>{secs}</td></tr>")
     traffic_h = ("global loads+stores (32-byte sectors), emulator" if result.mode != "gpu"
                  else "–")
-    notes = "".join(f"<li>{escape(n)}</li>" for n in result.notes)
+    notes = "".join(f"<li>{escape(str(n))}</li>" for n in result.notes)
     return (f'<div class="polymagic-autotune"><div><b>{escape(result.summary())}</b></div>'
             f'<details><summary>{len(result.candidates)} candidate(s)</summary>'
             f"<table><tr><th>configuration</th><th>from</th><th>score</th>"

@@ -517,7 +517,8 @@ class Explorer:
         o = self.options()
         self.status.value = '<span style="color:#57606a">searching tile sizes…</span>'
         scop = self.compiled.scop
-        self.search = search_tile_sizes(scop, compute_schedule(scop, self.compiled.deps, o.compile.schedule), o)
+        self.search = search_tile_sizes(
+            scop, compute_schedule(scop, self.compiled.deps, o.compile.schedule), o.compile)
         self.use_search.disabled = not self.search.searched
         self.status.value = escape(self.search.summary())
         self.picture_kind.value = "tile search"

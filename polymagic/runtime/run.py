@@ -43,6 +43,7 @@ from . import limits
 from ..dtypes import DTYPES
 from ..errors import DeviceError, InputError
 from ..expr import Var, evaluate
+from ..notes import Note
 from ..options import Options
 from ..scop import Param, Scop
 from ..transfers.session import TransferStats
@@ -96,7 +97,7 @@ class Inputs:
     args: dict[str, np.ndarray | int | float]  # every C parameter: arrays, ints, floats
     user_arrays: dict[str, np.ndarray]       # caller's arrays (results go back here)
     origin: dict[str, str]                   # name -> 'namespace' | 'inputs' | 'random' | ...
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {k: v for k, v in self.args.items() if isinstance(v, np.ndarray)}
@@ -118,7 +119,7 @@ def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
     (the callable falls back on the cell's ``--size`` this way)."""
     namespace = namespace if namespace is not None else {}
     check_value_names(scop, options.sizes)
-    notes: list[str] = []
+    notes: list[Note] = []
     given, origin = _given_arrays(scop, options, namespace, notes, where)
     _check_overlap(given)
     sizes = _sizes(scop, options.sizes, given, defaults or {})
@@ -155,7 +156,7 @@ def check_value_names(scop: Scop, values: Mapping) -> None:
                          f"of {scop.name} (those are: {', '.join(sorted(ok)) or 'none'})")
 
 
-def _given_arrays(scop: Scop, options: Options, namespace: Mapping, notes: list[str],
+def _given_arrays(scop: Scop, options: Options, namespace: Mapping, notes: list[Note],
                   where: str) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """Arrays the user supplied (namespace, then --inputs overriding), type-checked."""
     given: dict[str, np.ndarray] = {}
@@ -167,7 +168,8 @@ def _given_arrays(scop: Scop, options: Options, namespace: Mapping, notes: list[
     if options.inputs:
         for name, a in _load_npz(scop, options.inputs).items():
             if name in given:
-                notes.append(f"{name} taken from {options.inputs}, not from {where}")
+                notes.append(Note("run", f"{name} taken from {options.inputs}, not from {where}",
+                                  kind="info"))
             given[name] = _check_array(scop, scop_param(scop, name), a, options.inputs)
             origin[name] = "inputs"
     return given, origin
@@ -330,7 +332,7 @@ def _check_writeable(scop: Scop, user: Mapping[str, np.ndarray]) -> None:
             raise InputError(f"{name} is read-only, but {scop.name} writes it")
 
 
-def _usable(name: str, a: np.ndarray, written: bool, notes: list[str]) -> np.ndarray:
+def _usable(name: str, a: np.ndarray, written: bool, notes: list[Note]) -> np.ndarray:
     """The array as given — any view: steps, transposes, negative strides, offsets,
     Fortran order; the transfer planner reads its real strides (seed 002 §2.3) —
     unless its layout cannot be packed (byte strides not a multiple of the item
@@ -339,7 +341,7 @@ def _usable(name: str, a: np.ndarray, written: bool, notes: list[str]) -> np.nda
     why = layout_problem(a, written)
     if why is None:
         return a
-    notes.append(f"{name}: ran on a contiguous copy ({why})")
+    notes.append(Note("run", f"ran on a contiguous copy ({why})", subject=name, kind="info"))
     return np.ascontiguousarray(a)
 
 
@@ -367,7 +369,7 @@ def _is_number(v) -> bool:
 
 
 def _scalar(p: Param, options: Options, namespace: Mapping, defaults: Mapping,
-            notes: list[str]) -> tuple[object, str]:
+            notes: list[Note]) -> tuple[object, str]:
     """A scalar's value and its origin, cast to the C type."""
     if p.name in options.sizes:
         v, origin = options.sizes[p.name], "size"
@@ -377,7 +379,8 @@ def _scalar(p: Param, options: Options, namespace: Mapping, defaults: Mapping,
         v, origin = defaults[p.name], "size"
     else:
         if p.name in namespace:
-            notes.append(f"{p.name} in the namespace is not a number: used a random value")
+            notes.append(Note("run", f"{p.name} in the namespace is not a number: used a random "
+                              "value", kind="fallback"))
         lo, hi = RANDOM_FLOAT
         v, origin = float(_rng(options.seed, p.name).uniform(lo, hi)), "random"
     return cast_scalar(p.name, p.ctype, v), origin
@@ -605,7 +608,7 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
     if d.transfers is not None:
         report.bytes_h2d, report.bytes_d2h = d.transfers.bytes_h2d, d.transfers.bytes_d2h
         report.transfers = d.transfers.as_dict()
-        notes.append(d.transfers.summary())
+        notes.append(Note("transfers", d.transfers.summary(), kind="info"))
     if check:
         report.cpu_s = cpu_s
         per, totals = compare_all(written, ref, dev)
@@ -614,12 +617,12 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
             setattr(report, k, v)
         report.ok = totals["mismatches"] == 0
     else:
-        notes.append(unchecked)
+        notes.append(Note("run", unchecked, kind="info"))
     if report.ok:
         report.wrote_back = write_back(written, inputs.user_arrays, dev)
     elif inputs.user_arrays:
-        notes.append("the check failed: nothing was written back")
-    report.message = "; ".join(notes)
+        notes.append(Note("run", "the check failed: nothing was written back", kind="info"))
+    report.message = "; ".join(str(n) for n in notes)
     return report
 
 

@@ -16,6 +16,7 @@ import islpy as isl
 from ..deps import Dependences
 from ..errors import PolymagicError
 from ..isl_util import OperationBudget, TimedOut, in_child
+from ..notes import Note
 from ..options import ScheduleOptions
 from ..scop import Scop
 from .superposition import SuperPlan
@@ -29,7 +30,7 @@ class ScheduleResult:
     superposition: SuperPlan | None = None
     #: the plan is legal and is what the mapping emits (else the single mapping is used)
     use_superposition: bool = False
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
     def describe(self) -> str:
         text = "single schedule (isl scheduler; blocks and threads share it):\n" + \
@@ -47,7 +48,7 @@ def compute_schedule(scop: Scop, deps: Dependences, options: ScheduleOptions | N
     plan (used by the mapping when legal, see :func:`superposition_choice`).
     Without options: isl's schedule alone (no time tiling, no superposition)."""
     options = options if options is not None else ScheduleOptions(mapping="single")
-    notes: list[str] = []
+    notes: list[Note] = []
     result = ScheduleResult(_isl_schedule(scop, deps, notes, options))
     result.notes.extend(notes)
     if options.time_tiling:
@@ -55,15 +56,16 @@ def compute_schedule(scop: Scop, deps: Dependences, options: ScheduleOptions | N
         tiled, why = time_tiled_schedule(scop, deps, options.time_tiling)
         if tiled is not None:
             result.schedule = tiled
-            result.notes.append(why)
+            result.notes.append(Note("schedule", why, kind="info"))
             return result
-        result.notes.append(f"--time-tiling not applied: {why}; the host-loop mapping is used")
+        result.notes.append(Note("schedule", f"--time-tiling not applied: {why}; the host-loop "
+                                 "mapping is used", kind="refusal"))
     if options.mapping == "superposition":
         superposition_choice(scop, deps, result, options)
     return result
 
 
-def _isl_schedule(scop: Scop, deps: Dependences, notes: list[str] | None = None,
+def _isl_schedule(scop: Scop, deps: Dependences, notes: list[Note] | None = None,
                   options: ScheduleOptions = ScheduleOptions()) -> isl.Schedule:
     """isl's schedule of the Scop.  isl's scheduler has been seen to give up with
     "unable to carry dependences" on small programs whose dependences it can carry
@@ -93,12 +95,13 @@ def _isl_schedule(scop: Scop, deps: Dependences, notes: list[str] | None = None,
             failure = str(e).split(" in isl_")[0]
     try:
         sched = _bounded_schedule(scop, deps, None, "feautrier", options)
-        notes.append(f"isl's scheduler failed ({failure}): Feautrier's scheduler used")
+        notes.append(Note("schedule", f"isl's scheduler failed ({failure}): Feautrier's "
+                          "scheduler used", kind="fallback"))
         return sched
     except (TimedOut, isl.Error):
         pass
-    notes.append(f"isl's scheduler failed ({failure}): the loops run in source order, "
-                 "without parallelism")
+    notes.append(Note("schedule", f"isl's scheduler failed ({failure}): the loops run in "
+                      "source order, without parallelism", kind="fallback"))
     return source_order(scop)
 
 
@@ -222,8 +225,8 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     loops: the single mapping then runs that loop inside one block (seed 001 §5)."""
     from .superposition import plan_superposition
     if scop.domain.intersect_params(scop.context).is_empty():
-        result.notes.append("no statement instance runs (empty iteration domains): "
-                            "single mapping used")
+        result.notes.append(_superposition_note("no statement instance runs (empty iteration "
+                                                "domains): single mapping used", "info"))
         return
     ctx = scop.context.get_ctx()
     try:
@@ -231,40 +234,48 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
             plan = plan_superposition(scop, deps.validity, _strides(scop, options),
                                       reductions=options.reductions)
     except isl.Error:
-        result.notes.append(f"superposition: planning took more than "
-                            f"{options.super_operations} isl operations: single mapping used")
+        result.notes.append(_superposition_note(
+            f"superposition: planning took more than {options.super_operations} isl "
+            "operations: single mapping used", "fallback"))
         return
     result.superposition = plan
     host = _host_step_loops(plan)
     loop = options.localise_loop
     if loop is not None and loop in host:
-        result.notes.append(f"--localise {loop} names a host loop of the superposition: the "
-                            "single mapping runs it inside one block (seed 001 time loop)")
+        result.notes.append(_superposition_note(
+            f"--localise {loop} names a host loop of the superposition: the single mapping "
+            "runs it inside one block (seed 001 time loop)"))
         return
     if not plan.legal:
-        result.notes.append("superposition not legal (" + "; ".join(plan.problems[:3]) +
-                            "): single mapping used")
+        result.notes.append(_superposition_note(
+            "superposition not legal (" + "; ".join(plan.problems[:3]) + "): single mapping used"))
         return
     parallel = _parallel_statements(result.schedule)
     lost = sorted((s for k in plan.kernels() if not k.block for s in k.statements
                    if s in parallel), key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
     if lost:
-        result.notes.append(
+        result.notes.append(_superposition_note(
             f"superposition finds no synchronisation-free loop for {', '.join(lost)} "
             "without skewing (seed 003 §5.1 forms) while isl's schedule has parallel "
-            "loops there: single mapping used")
+            "loops there: single mapping used"))
         return
     gains = _coalescing_gains(plan, result.schedule)
     if not gains and options.require_gain:
-        result.notes.append(
+        result.notes.append(_superposition_note(
             "superposition maps the same loops to threadIdx.x as the single schedule "
             "(no coalescing gain in the DL model): single mapping used (the same "
             "buffers, registers and __constant__ arrays; it also unrolls and jams "
-            "per-thread tiles and has larger default 2-d tiles)")
+            "per-thread tiles and has larger default 2-d tiles)"))
         return
     result.use_superposition = True
     if gains:
-        result.notes.append("superposition: better coalescing (DL model) for " + ", ".join(gains))
+        result.notes.append(_superposition_note(
+            "superposition: better coalescing (DL model) for " + ", ".join(gains)))
+
+
+def _superposition_note(text: str, kind: str = "decision") -> Note:
+    """A note of the choice between the superposition and the single mapping."""
+    return Note("schedule", text, subject=None, kind=kind)
 
 
 def _host_step_loops(plan) -> set[str]:

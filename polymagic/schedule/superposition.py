@@ -51,6 +51,7 @@ from typing import Union
 
 import islpy as isl
 
+from ..notes import Note
 from ..scop import Scop
 from .dl_model import StatementCost, statement_costs
 from .loop_kinds import (reduction_operator, Combo, DependenceTable, LoopKind, OriginalNest, classify, make_table,
@@ -107,7 +108,7 @@ class SuperPlan:
     #: the dependences it was planned on (the mapping checks its thread tiles on them)
     validity: isl.UnionMap | None = None
     #: planning decisions worth a line in the schedule view
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
     def kernels(self) -> list[Kernel]:
         out: list[Kernel] = []
@@ -166,7 +167,7 @@ class SuperPlan:
                 lines.append(f"  {s:<5} {it:<5} {c.derivative[k]:>+13.3e}   "
                              f"{'yes' if c.coalesces(k) else 'no'}")
         for note in self.notes:
-            lines.append("note: " + note)
+            lines.append(f"note: {note}")
         if not self.legal:
             lines.append("")
             lines.append("not legal (not emitted): " + "; ".join(self.problems))
@@ -692,8 +693,9 @@ def plan_superposition(scop: Scop, validity: isl.UnionMap,
             _has_reduction(k.body) and len(k.body) > 1 for k in plan.kernels()):
         again = plan_superposition(scop, validity, strides, reductions, False)
         if again.legal:
-            again.notes.append("kernels fused around tree reductions failed the isl "
-                               "legality check (" + "; ".join(plan.problems) +
-                               "): every tree reduction runs in a kernel of its own")
+            again.notes.append(Note("schedule", "kernels fused around tree reductions failed "
+                                    "the isl legality check (" + "; ".join(plan.problems) +
+                                    "): every tree reduction runs in a kernel of its own",
+                                    kind="fallback"))
             return again
     return plan

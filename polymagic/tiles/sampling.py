@@ -28,7 +28,8 @@ from ..errors import OptionsError
 from ..mapping import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, BandEvent,
                        GroupBuffersEvent, MappingObserver, MappingResult, SuperKernelEvent,
                        default_block, map_schedule, superposed, tied_axes)
-from ..options import Options
+from ..notes import Note
+from ..options import CompileOptions
 from ..schedule import ScheduleResult
 from ..dtypes import DTYPES
 from ..scop import Scop
@@ -76,7 +77,7 @@ class _Recorder(MappingObserver):
                 "default_block": ev.default_block, "defaults": ev.defaults}
 
 
-def _map(scop: Scop, sched: ScheduleResult, options: Options
+def _map(scop: Scop, sched: ScheduleResult, options: CompileOptions
          ) -> tuple[MappingResult, _Recorder]:
     """:func:`polymagic.mapping.map_schedule` with a :class:`_Recorder` watching."""
     rec = _Recorder()
@@ -140,7 +141,7 @@ def _sample(tile: tuple[int, ...], bands: bool = False, counts: bool = False) ->
         info = rec.info(name) if is_super else None
         kd = {"m": len(plan.members), "s": len(plan.sub_tiles),
               "threads": math.prod(plan.block), "superposed": is_super,
-              "dropped": any(" dropped: " in d for d in (mem.decisions if mem else [])),
+              "dropped": mem.dropped_any if mem else False,
               "buffers": {}}
         if is_super:
             kd["s"] = int(any(sub for _, sub in info["bufs"].values()))
@@ -207,7 +208,7 @@ def _split_design(b: int) -> tuple[int, int, int]:
     return (1, b, 2 * b) if b > 1 else (1, 2, 3)
 
 
-def _tied_vars(scop, sched, options: Options) -> dict[int, int]:
+def _tied_vars(scop, sched, options: CompileOptions) -> dict[int, int]:
     """Tile variables that some superposition kernel splits into thread tiles (a
     block loop its thread groups also run on a thread axis), with the fewest threads
     on such an axis."""
@@ -221,7 +222,7 @@ def _tied_vars(scop, sched, options: Options) -> dict[int, int]:
     return out
 
 
-def _super_threads(info: dict, options: Options, m: int) -> dict:
+def _super_threads(info: dict, options: CompileOptions, m: int) -> dict:
     """Threads of a superposition kernel as the model's ``P = fixed · Π min(B_j, t_j)``
     (:func:`polymagic.mapping.superposition.tiles_and_threads`: without ``--block`` a block
     loop's tile caps the threads of the axis running the same loop), and per block
@@ -359,22 +360,22 @@ def _fit_buffers(samples: list[dict], points: list[tuple[int, ...]], held: dict
     return kernels
 
 
-def _blocks_of(options: Options, m: int) -> tuple[int, ...]:
+def _blocks_of(options: CompileOptions, m: int) -> tuple[int, ...]:
     """B_j, threads of block-tile member j (outermost first), as mapping.tile_sizes."""
     blk = list(options.block or DEFAULT_BLOCKS[m])
     blk = (blk + [1, 1, 1])[:3]
     return tuple(blk[m - 1 - j] for j in range(m))
 
 
-def fit_model(scop: Scop, sched: ScheduleResult, options: Options, sizes: dict,
+def fit_model(scop: Scop, sched: ScheduleResult, options: CompileOptions, sizes: dict,
               gpu: GpuModel = H100,
-              workers: int | None = None) -> tuple[TileModel, list[str]]:
+              workers: int | None = None) -> tuple[TileModel, list[Note]]:
     """Sample the real planner and fit M(t), V(t), N(t) (raises :class:`FitError`)."""
     global _WORK
     missing = [p for p in scop.size_params if p not in sizes]
     if missing:
         raise OptionsError(f"tile search: give the size of {', '.join(missing)} (--size)")
-    notes: list[str] = []
+    notes: list[Note] = []
     depth = max((s.domain.dim(isl.dim_type.set) for s in scop.statements), default=1)
     workers = workers if workers is not None else min(2, os.cpu_count() or 1)
     # the buffers' sizes do not depend on M_up: sample under the planner's own limit
@@ -404,8 +405,10 @@ def fit_model(scop: Scop, sched: ScheduleResult, options: Options, sizes: dict,
             rest = _run_samples(pts[1:] + [held_pt], [{}] * L + [{"counts": True}], workers)
             samples, held = [first] + rest[:-1], rest[-1]
             if any(kd["dropped"] for smp in samples + [held] for kd in smp["kernels"].values()):
-                notes.append(f"sampling at tiles of {scale}: buffers over the planner's "
-                             "limit were dropped; sampling at smaller tiles")
+                notes.append(tile_note(
+                    None, None,
+                    f"sampling at tiles of {scale}: buffers over the planner's "
+                    "limit were dropped; sampling at smaller tiles"))
                 continue
             break
         else:
@@ -447,9 +450,11 @@ def fit_model(scop: Scop, sched: ScheduleResult, options: Options, sizes: dict,
                                f"{held['tile']}, the model counts {want}")
             if got < want:
                 b.fill = got / want
-                notes.append(f"{k.name}: {b.name}: the planner copies {got} times at "
-                             f"{held['tile']}, launches × tiles give {want} (non-rectangular "
-                             f"tile space): N scaled by {b.fill:.3g}")
+                notes.append(tile_note(
+                    k.name, b.name,
+                    f"the planner copies {got} times at "
+                    f"{held['tile']}, launches × tiles give {want} (non-rectangular "
+                    f"tile space): N scaled by {b.fill:.3g}"))
     model.min_blocks.update(min_blocks(model))
     return model, notes
 
@@ -461,8 +466,13 @@ def fit_model(scop: Scop, sched: ScheduleResult, options: Options, sizes: dict,
 SUPER_COUNT_TOLERANCE = 0.25
 
 
+def tile_note(kernel: str | None, buffer: str | None, text: str) -> Note:
+    """A note of the tile search's sampling (seed 000 §4.3), about a kernel's buffer."""
+    return Note("tiles", text, kernel=kernel, subject=buffer, kind="info")
+
+
 def _calibrate(model: TileModel, k: KernelModel, b: BufferModel, tile: tuple[int, ...],
-               held: dict, base: dict) -> list[str]:
+               held: dict, base: dict) -> list[Note]:
     """N of a superposition buffer's copy-in and copy-out (§4.3's sums over I and O):
     launches × block tiles × thread tiles per block tile
     (:meth:`KernelModel.occurrences`), scaled so that it equals the planner's count
@@ -473,7 +483,7 @@ def _calibrate(model: TileModel, k: KernelModel, b: BufferModel, tile: tuple[int
     thread's first sub-tile, thread tiles not aligned with the block tiles) the
     larger ratio is kept, so the model over- rather than under-estimates N; the notes
     say so."""
-    notes = []
+    notes: list[Note] = []
     hb = held["kernels"][k.name]["buffers"][b.name]
     bb = base["kernels"][k.name]["buffers"][b.name]
     for out in (False, True):
@@ -490,9 +500,11 @@ def _calibrate(model: TileModel, k: KernelModel, b: BufferModel, tile: tuple[int
         if len(ratios) == 2 and abs(ratios[1] - ratios[0]) > \
                 SUPER_COUNT_TOLERANCE * max(ratios):
             fill = max(ratios)
-            notes.append(f"{k.name}: {b.name}: copy-{'out' if out else 'in'} counted "
-                         f"{got0} times at {base['tile']} and {got} at {tile}: N over-"
-                         "estimated where they differ (not a product of tile counts)")
+            notes.append(tile_note(
+                k.name, b.name,
+                f"copy-{'out' if out else 'in'} counted "
+                f"{got0} times at {base['tile']} and {got} at {tile}: N over-"
+                "estimated where they differ (not a product of tile counts)"))
         if out:
             b.fill_out = fill
         else:
@@ -505,7 +517,7 @@ def default_tile(m: int, s: int) -> tuple[int, ...]:
     return tuple(DEFAULT_TILES[m]) + (DEFAULT_SUB_TILE,) * s
 
 
-def fallback_default(scop: Scop, sched: ScheduleResult, options: Options) -> tuple[int, ...]:
+def fallback_default(scop: Scop, sched: ScheduleResult, options: CompileOptions) -> tuple[int, ...]:
     """Default sizes of the largest tiled band, from a plain mapping (no planning)."""
     try:
         mapping, rec = _map(scop, sched, options.with_(tile=None, tile_levels=(),

@@ -59,7 +59,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..mapping import DEFAULT_SUB_TILE
-from ..options import Options
+from ..notes import Note
+from ..options import CompileOptions
 from ..schedule import ScheduleResult
 from ..scop import Scop
 from ..memory.plan import STATIC_SHARED_LIMIT
@@ -92,10 +93,10 @@ class TileSearchResult:
     relaxed: list[tuple[float, ...]] = field(default_factory=list)   # SLSQP optima (real t)
     candidates: list[Candidate] = field(default_factory=list)
     model: TileModel | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
     seconds: float = 0.0
 
-    def options(self, options: Options) -> Options:
+    def options(self, options: CompileOptions) -> CompileOptions:
         """``options`` with the chosen tile sizes."""
         return options.with_(tile=self.tile, tile_levels=(self.tile,),
                              keep_register_buffers=True, vector=False)
@@ -143,7 +144,7 @@ def _roundness(tile: tuple[int, ...]) -> int:
     return sum(min((v & -v).bit_length() - 1, 5) for v in tile)
 
 
-def search_schedule(scop: Scop, sched: ScheduleResult, options: Options, sizes: dict,
+def search_schedule(scop: Scop, sched: ScheduleResult, options: CompileOptions, sizes: dict,
                     gpu: GpuModel = H100,
                     starts: int = 6, workers: int | None = None, seed: int = 0,
                     prefer_round: float = 0.02, model: TileModel | None = None
@@ -160,7 +161,8 @@ def search_schedule(scop: Scop, sched: ScheduleResult, options: Options, sizes: 
                 model, gpu=gpu, m_up=min(options.shared_mem, STATIC_SHARED_LIMIT),
                 min_blocks={})
             model.min_blocks.update(min_blocks(model))
-            notes = ["model reused: the planner was not sampled again"]
+            notes = [Note("tiles", "model reused: the planner was not sampled again",
+                          kind="info")]
         else:
             sizes = {k: v for k, v in sizes.items() if k in scop.size_params}
             model, notes = fit_model(scop, sched, options, sizes, gpu, workers)
@@ -250,7 +252,8 @@ def search_schedule(scop: Scop, sched: ScheduleResult, options: Options, sizes: 
     if relax_blocks:
         cur = best(require_blocks=False)
         if cur is not None:
-            notes.append("no tiles give every SM a block at these sizes: min_blocks dropped")
+            notes.append(Note("tiles", "no tiles give every SM a block at these sizes: "
+                              "min_blocks dropped", kind="fallback"))
             model.min_blocks.clear()
             for c in seen.values():
                 c.feasible = model.feasible(c.tile)
@@ -292,7 +295,7 @@ def search_schedule(scop: Scop, sched: ScheduleResult, options: Options, sizes: 
         list(seen.values()), model, notes, time.perf_counter() - t0)
 
 
-def search_tile_sizes(scop: Scop, sched: ScheduleResult, options: Options,
+def search_tile_sizes(scop: Scop, sched: ScheduleResult, options: CompileOptions,
                       sizes: dict[str, int] | None = None, gpu: GpuModel = H100,
                       **kw) -> TileSearchResult:
     """Seed 000 §4.3's tile-size search for one scheduled function (``sched``, the

@@ -57,6 +57,8 @@ from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Iterable, Sequence
 
+from ..notes import Note
+
 #: the ILP of §4.3.4 is abandoned beyond this many unknowns ("to constrain the JIT
 #: compilation time, the compiler aborts ... if the number of unknown variables
 #: exceeds a threshold")
@@ -230,7 +232,7 @@ class GroupPlacement:
     q: int = 1
     periods: tuple[int, ...] = ()
     origin: int = 0                  # lowest host address of the group
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
     def affine(self, m: int) -> tuple[int, tuple[int, ...]]:
         """Member ``m``'s device offset as ``(c, e)``: ``c + Σ_j e_j·t_j`` over the
@@ -304,7 +306,7 @@ def bounding_interval(cans: list[Canonical], note: str = "") -> GroupPlacement:
     members = [MemberPlacement(c, c.base - lo, tuple(c.strides)) for c in cans]
     g = GroupPlacement("bounding-interval", size, members, 1, (size,), lo)
     if note:
-        g.notes.append(note)
+        g.notes.append(Note("transfers", note, kind="fallback"))
     return g
 
 
@@ -370,7 +372,8 @@ def rcslmad_group(cans: list[Canonical], hint=None) -> GroupPlacement | None:
     bp, r, t, up = sol
     q, ranks = _ranks(r)
     g = _packed("rcslmad-group", cans, q, tuple(up), ranks, [tuple(x) for x in t], bp)
-    g.notes.append(f"stretched domain u'={tuple(up)}, b'={bp} ({how})")
+    g.notes.append(Note("transfers", f"stretched domain u'={tuple(up)}, b'={bp} ({how})",
+                        kind="info"))
     return g
 
 

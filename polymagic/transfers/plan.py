@@ -43,6 +43,7 @@ from typing import Iterable, Mapping, Sequence
 import islpy as isl
 import numpy as np
 
+from ..notes import Note
 from ..scop import Scop
 from .lmad import CSLMAD, GroupPlacement, analyse_group, is_restricted, overlap_components
 
@@ -204,7 +205,7 @@ class Component:
     itemsize: int
     case: str
     d2h: list[tuple[int, int]] = field(default_factory=list)   # [lo, hi) element ranges
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
     @property
     def nbytes(self) -> int:
@@ -219,7 +220,7 @@ class Component:
 class TransferPlan:
     components: list[Component]
     layouts: dict[str, ArrayLayout]
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
     @property
     def bytes_h2d(self) -> int:
@@ -233,7 +234,7 @@ class TransferPlan:
         out = []
         for c in self.components:
             out.append(f"buffer {c.index} ({', '.join(c.arrays)}): {c.case}, {c.size} elements"
-                       + (f"; {'; '.join(c.notes)}" if c.notes else ""))
+                       + "".join(f"; {n}" for n in c.notes))
         return out
 
 
@@ -292,8 +293,9 @@ def _place(group: list[tuple[str, Box]], arrays: Mapping[str, HostArray],
             sub = [(m, b) for m, b in group if m == n]
             p = _place_lmad(sub, arrays, by_array)
             out.append(p if p is not None else _place_box(n, arrays[n], by_array[n]))
-            out[-1].component.notes.append("planned alone: the shared buffer of its "
-                                           "overlap group has no per-array layout")
+            out[-1].component.notes.append(Note(
+                "transfers", "planned alone: the shared buffer of its overlap group has no "
+                "per-array layout", kind="fallback"))
         return out
     return [_place_box(names[0], arrays[names[0]], by_array[names[0]])]
 
@@ -494,7 +496,8 @@ def _place_box(name: str, h: HostArray, refs: list[Reference]) -> _Part:
         acc *= cover.shape[a]
     off = -sum(s * l for s, l in zip(strides, cover.lo))
     comp = Component(0, [name], cover.size, h.itemsize, "covering-box",
-                     notes=["the covering box of the references, packed densely"])
+                     notes=[Note("transfers", "the covering box of the references, packed "
+                                 "densely", kind="info")])
     lay = ArrayLayout(name, 0, off, tuple(strides), [], [], h.itemsize)
     _copies(lay, boxes, refs, cover.size, alone=True)
     return _Part(comp, [lay])

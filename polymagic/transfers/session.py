@@ -26,6 +26,7 @@ import numpy as np
 from .. import kir
 from ..dtypes import DTYPES
 from ..expr import accesses, evaluate, row_major_strides
+from ..notes import Note
 from ..scop import Scop
 from . import kernels as K
 from .pack import transfer_table, whole_bytes
@@ -48,7 +49,7 @@ class TransferStats:
     pack_s: float = 0.0
     unpack_s: float = 0.0
     buffers: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
 
     @classmethod
     def of_run(cls, program: kir.Program, sources: Mapping[str, np.ndarray]) -> TransferStats:
