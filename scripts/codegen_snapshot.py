@@ -146,18 +146,13 @@ def check(directory: pathlib.Path, only: str | None, show_diff: bool) -> int:
         if not cu.exists():
             missing.append(name)
             continue
-        if cu.read_text() != cuda:
-            code_diff.append(name)
-            if show_diff:
-                sys.stdout.writelines(difflib.unified_diff(
-                    cu.read_text().splitlines(True), cuda.splitlines(True), f"{name} before",
-                    f"{name} after", n=2))
-        if vw.read_text() != views:
-            view_diff.append(name)
-            if show_diff:
-                sys.stdout.writelines(difflib.unified_diff(
-                    vw.read_text().splitlines(True), views.splitlines(True), f"{name} before",
-                    f"{name} after", n=1))
+        for path, text, names, context in ((cu, cuda, code_diff, 2), (vw, views, view_diff, 1)):
+            if path.read_text() != text:
+                names.append(name)
+                if show_diff:
+                    sys.stdout.writelines(difflib.unified_diff(
+                        path.read_text().splitlines(True), text.splitlines(True),
+                        f"{name} before", f"{name} after", n=context))
     for what, names in (("CUDA differs", code_diff), ("host/summary/notes differ", view_diff),
                         ("not recorded", missing)):
         if names:

@@ -328,12 +328,11 @@ def autotune(source: str, options: Options, language: str = "c",
     # seed 000 §4.3: the model's choice, and the model to cost every candidate
     model, searched = None, None
     try:
-        from ..schedule import compute_schedule
+        from ..compiler import schedule_for
         from ..tiles.search import search_tile_sizes
         asked = base.with_(tile=tile, tile_levels=(tile,), block=block)
-        sched = (base_compiled.schedule if asked.compile.schedule == base_compiled.options.schedule
-                 else compute_schedule(scop, base_compiled.deps, asked.compile.schedule))
-        found = search_tile_sizes(scop, sched, asked.compile, sizes=sizes)
+        found = search_tile_sizes(scop, schedule_for(base_compiled, asked), asked.compile,
+                                  sizes=sizes)
         model = found.model
         if found.searched:
             searched = tuple(found.tile)

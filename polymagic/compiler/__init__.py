@@ -6,7 +6,7 @@ budgets, with their fallbacks) -> printers, driven from one place
 Stages never import this package: it imports them, in the order they run.
 """
 from .driver import (Compiled, StageLog, array_layout, clear_caches, compile_source,
-                     specialise_layout)
+                     schedule_for, specialise_layout)
 
 __all__ = ["compile_source", "Compiled", "StageLog", "clear_caches", "specialise_layout",
-           "array_layout"]
+           "array_layout", "schedule_for"]

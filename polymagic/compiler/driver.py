@@ -211,6 +211,23 @@ def _remember(source: str, language: str, options: CompileOptions, c: Compiled) 
         _CACHE[key + (_size_values(c.scop, options),)] = c
 
 
+def schedule_for(compiled: Compiled, options: CompileOptions | Options) -> ScheduleResult:
+    """The schedule of ``compiled``'s function for other ``options`` (the tile search
+    of the explorer and of ``--autotune`` asks for it): the compile's own when the
+    scheduler reads the same options, else from the schedule stage's cache, run
+    there once when missing."""
+    options = _compile_options(options)
+    if options.schedule == compiled.options.schedule and options.deps == compiled.options.deps:
+        return compiled.schedule
+    source, language = compiled.scop.source, compiled.language
+    key = ("schedule", source, language, options.deps, options.schedule)
+    hit = _CACHE.get(key)
+    if hit is None:
+        with _isl_errors("scheduling"):
+            hit = _CACHE[key] = compute_schedule(compiled.scop, compiled.deps, options.schedule)
+    return hit
+
+
 def is_cached(source: str, options: CompileOptions | Options, language: str = "c") -> bool:
     """Whether :func:`compile_source` would answer from the cache (the explorer
     reports it with each regeneration's time)."""

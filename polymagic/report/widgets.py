@@ -512,13 +512,12 @@ class Explorer:
 
     def search_tiles(self):
         """Seed 000 §4.3's tile-size search for the current configuration."""
+        from ..compiler import schedule_for
         from ..tiles.search import search_tile_sizes
-        from ..schedule import compute_schedule
         o = self.options()
         self.status.value = '<span style="color:#57606a">searching tile sizes…</span>'
-        scop = self.compiled.scop
-        self.search = search_tile_sizes(
-            scop, compute_schedule(scop, self.compiled.deps, o.compile.schedule), o.compile)
+        self.search = search_tile_sizes(self.compiled.scop, schedule_for(self.compiled, o),
+                                        o.compile)
         self.use_search.disabled = not self.search.searched
         self.status.value = escape(self.search.summary())
         self.picture_kind.value = "tile search"
