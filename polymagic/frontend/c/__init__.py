@@ -37,6 +37,7 @@ from ...scop import Scop
 from .affine import Affine
 from .control import ControlFlow
 from .declarations import Declarations
+from .inline import split_kernel
 from .limits import check_limits
 from .source import _blank_comments, parse, preprocess
 from .statements import Statements
@@ -66,7 +67,7 @@ def parse_c(source: str) -> Scop:
 
 def _build(source: str, pre) -> Scop:
     """The Scop of the preprocessed cell (see :func:`parse_c`)."""
-    ast = parse(pre.text, source)
+    ast = split_kernel(parse(pre.text, source), source, pre.constants)
     b = Builder(source, pre)
     fd = b.function(ast)
     b.names.visit(fd)
