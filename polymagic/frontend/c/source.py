@@ -23,7 +23,7 @@ from pycparser.c_parser import ParseError
 
 from ... import expr as E
 from ...errors import SourceError
-from .subset import ELEM_TYPES, type_name
+from .subset import ELEM_TYPES, OTHER_TYPEDEFS, TYPEDEF_NAMES, type_name
 
 # ---- preprocessing ---------------------------------------------------------------
 
@@ -151,8 +151,16 @@ def preprocess(source: str) -> Preprocessed:
     conditional = any(d and not d.startswith(("define", "include", "pragma"))
                       for _, _, d, _ in directives)
     pre, for_cpp, probes = Preprocessed(""), False, []
+    cpp_lines = list(lines)     # what cpp reads: the #include lines kept (see below)
+    has_cc = _cc() is not None
     for first, last, directive, m in directives:
         handled = not directive or directive.startswith(("include", "pragma"))
+        if directive.startswith("include") and has_cc:
+            # the headers' macros (M_PI, INT64_C...) expand as in the CPU reference;
+            # their declarations stay out of the front end (only the cell's lines are kept)
+            for_cpp = True
+            lines[first:last + 1] = [""] * (last + 1 - first)
+            continue
         if m and m.group(2) is not None and m.group(1) in ("min", "max"):
             handled = True          # min/max are built in
         elif m and m.group(2) is None and conditional:
@@ -164,10 +172,11 @@ def preprocess(source: str) -> Preprocessed:
                 handled = True
         if handled:
             lines[first:last + 1] = [""] * (last + 1 - first)
+            cpp_lines[first:last + 1] = [""] * (last + 1 - first)
         for_cpp = for_cpp or not handled
     text = "\n".join(lines)
     if for_cpp:
-        text, expanded = _run_cpp(text, source, probes)
+        text, expanded = _run_cpp(text, source, probes, "\n".join(cpp_lines))
         for name, body in expanded.items():
             e = _const_define(body, pre.constants)
             if e is not None and body.strip() != name:
@@ -177,17 +186,25 @@ def preprocess(source: str) -> Preprocessed:
     return pre
 
 
-def _run_cpp(text: str, source: str, probes: list[str]) -> tuple[str, dict[str, str]]:
-    """Expand the remaining macros with ``cc -E``.  Returns the user's lines with
-    only the lines cpp changed replaced by its output, and the expansions of the
-    ``probes`` (object-like macro names) at the end of the cell."""
-    cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+def _cc() -> str | None:
+    return shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+
+
+def _run_cpp(text: str, source: str, probes: list[str],
+             cpp_text: str | None = None) -> tuple[str, dict[str, str]]:
+    """Expand the remaining macros with ``cc -E`` (of ``cpp_text``, the text with
+    its ``#include`` lines, when given).  Returns the user's lines with only the
+    lines cpp changed replaced by its output (cpp normalises the spaces of every
+    line, which would move the columns of errors), and the expansions of the
+    ``probes`` (object-like macro names) at the end of the cell.  The dialect is
+    the CPU reference's (``-std=gnu11``), so both see the same macros."""
+    cc = _cc()
     if cc is None:
         raise SourceError("this cell uses macros that need a C preprocessor, but no C "
                           "compiler (cc) was found; use #define NAME number instead")
-    body = text + "\n" + "".join(f"{p}\n" for p in probes)
+    body = (text if cpp_text is None else cpp_text) + "\n" + "".join(f"{p}\n" for p in probes)
     try:
-        r = subprocess.run([cc, "-E", "-std=c99", "-x", "c", "-"], input=body,
+        r = subprocess.run([cc, "-E", "-std=gnu11", "-x", "c", "-"], input=body,
                            capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise SourceError(f"the C preprocessor failed: {e}") from None
@@ -216,7 +233,9 @@ def _cpp_lines(output: str) -> dict[int, str]:
             cur = int(m.group(1)) if m.group(2) in ("<stdin>", "") else None
             continue
         if cur is not None:
-            got[cur] = line
+            # a macro of a system header splits its line with markers back to the
+            # same line number: the pieces are one line
+            got[cur] = got[cur] + " " + line if cur in got else line
             cur += 1
     return got
 
@@ -237,10 +256,19 @@ class _Parser(c_parser.CParser):
         super()._parse_error(msg, coord)
 
 
+def _typedef_prelude(text: str) -> str:
+    """Typedefs of the standard integer types the cell names (``size_t``,
+    ``int64_t``...: pycparser needs them declared; the headers themselves are not
+    parsed), then a ``#line`` marker so the cell's lines and file name are its own."""
+    names = {**TYPEDEF_NAMES, **OTHER_TYPEDEFS}
+    used = [n for n in names if re.search(rf"\b{n}\b", text)]
+    return "".join(f"typedef {names[n]} {n};\n" for n in used) + '#line 1 "<cell>"\n'
+
+
 def parse(text: str, source: str) -> c_ast.FileAST:
     """Parse with pycparser; syntax errors become :class:`SourceError`."""
     try:
-        return _Parser().parse(text, filename="<cell>")
+        return _Parser().parse(_typedef_prelude(text) + text, filename="<prelude>")
     except ParseError as e:
         msg = str(e)
         m = re.match(r"<cell>:(\d+):(\d+):\s*(.*)", msg, re.S)

@@ -29,9 +29,21 @@ VALUE_BINOPS = {"+", "-", "*", "/", "%", "<", "<=", ">", ">=", "==", "!=", "&&",
 INT_TYPES = {"int": "int", "signed": "int", "signed int": "int", "long": "long",
              "long int": "long", "long long": "long", "long long int": "long",
              "signed long": "long"}
+#: Typedef names of <stddef.h>/<stdint.h> taken as the integer type they stand for
+#: on the 64-bit hosts polymagic runs on (size_t is unsigned in C: loops over it
+#: must not go below 0, as in the CPU reference where they would not end).
+TYPEDEF_NAMES = {"size_t": "long", "ptrdiff_t": "long", "int64_t": "long",
+                 "int32_t": "int"}
+INT_TYPES.update(TYPEDEF_NAMES)
+#: Other standard typedef names, declared only so the parser knows them as types
+#: (the front end then refuses them by name as unsupported types).
+OTHER_TYPEDEFS = {"int8_t": "signed char", "int16_t": "short", "uint8_t": "unsigned char",
+                  "uint16_t": "unsigned short", "uint32_t": "unsigned",
+                  "uint64_t": "unsigned long", "intptr_t": "long",
+                  "uintptr_t": "unsigned long", "ssize_t": "long"}
 FLOAT_TYPES = {"float": "float", "double": "double"}
 ELEM_TYPES = {**FLOAT_TYPES, "int": "int", "signed": "int", "signed int": "int",
-              "long": "long", "long int": "long", "long long": "long"}
+              "long": "long", "long int": "long", "long long": "long", **TYPEDEF_NAMES}
 RESERVED = set(MATH_FUNCS) | {"floord", "pm_mod", "threadIdx", "blockIdx", "blockDim",
                               "gridDim"}
 
