@@ -109,7 +109,11 @@ class Affine(BuilderState):
             return self.aff_rec(node, isl.LocalSpace.from_space(space))
         except NonAffine as e:
             bad = e
-        self.err(f"non-affine {what}: {bad.reason}", bad.node)
+        why = ""
+        if what == "loop bound" and bad.reason.startswith("depends on the values"):
+            why = (" (data-dependent loop bounds are not supported: the iterations of "
+                   "every loop must follow from the sizes and the enclosing iterators)")
+        self.err(f"non-affine {what}: {bad.reason}{why}", bad.node)
 
     def _cst(self, ls: isl.LocalSpace, v: int) -> isl.PwAff:
         return isl.PwAff.from_aff(isl.Aff.zero_on_domain(ls).set_constant_val(v))

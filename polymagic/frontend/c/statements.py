@@ -62,6 +62,10 @@ class Statements(BuilderState):
                  c_ast.Switch: "switch", c_ast.Label: "labels", c_ast.Case: "switch",
                  c_ast.Default: "switch"}
         for cls, what in kinds.items():
+            if isinstance(n, cls) and what.endswith("while loops"):
+                self.err(f"{what} are not supported: their trip count is known only at run "
+                         "time, and the polyhedral model needs for loops with affine bounds "
+                         "and if statements (static control flow); write a for loop", n)
             if isinstance(n, cls):
                 self.err(f"{what} are not supported: only for loops with affine bounds "
                          "and if statements (static control flow)"
