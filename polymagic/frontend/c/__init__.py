@@ -1,7 +1,8 @@
 """The C front end: the text of one ``%%polycuda`` cell -> :class:`polymagic.scop.Scop`.
 
-The cell holds optional ``#define``/``#include`` lines and one ``void`` function
-whose body is a static control part: ``for`` loops with affine bounds, ``if``
+The cell holds optional preprocessor lines, loop-free helper functions (inlined
+by :mod:`.inline`) and one ``void`` kernel function whose body is a static
+control part: ``for`` loops with affine bounds, ``if``
 statements with affine conditions, and assignments to array elements or local
 scalars.  pycparser parses the C; this module walks its AST and builds the
 polyhedral model with islpy.
@@ -24,7 +25,7 @@ Decisions other stages rely on
   ignored (a ``const`` array may not be written); pointer parameters are rejected.
 
 The front end is split along the walk's seams: :mod:`.source` (text to AST,
-positions kept), :mod:`.subset` (the accepted C by name), :mod:`.symbols` (names,
+positions kept), :mod:`.inline` (the kernel and its inlined helpers), :mod:`.subset` (the accepted C by name), :mod:`.symbols` (names,
 scopes and the walk's state), :mod:`.declarations` (signature and locals),
 :mod:`.statements` (dispatch and assignments), :mod:`.control` (loops, ifs and
 the schedule), :mod:`.affine` (isl expressions) and :mod:`.values` (right-hand

@@ -1,10 +1,11 @@
 """From the text of a cell to pycparser's AST, keeping the user's lines and columns.
 
 Preprocessing keeps the user's line numbers and columns: comments are blanked in
-place, ``#include``/``#pragma`` lines are blanked, numeric ``#define`` constants
-and ``min``/``max`` macros are handled here.  Only other macros (and ``#if``/``#ifdef``)
-go through the system C preprocessor (``cc -E``), and only lines it actually changed
-take its output.  Why: every error message of the front end points at the user's
+place, ``#pragma`` lines are blanked, numeric ``#define`` constants
+and ``min``/``max`` macros are handled here.  Other macros, ``#if``/``#ifdef`` and
+``#include`` go through the system C preprocessor (``cc -E``), and only lines it
+actually changed take its output (the headers' own lines never do, so their
+declarations do not reach the parser; their macros, e.g. ``M_PI``, expand).  Why: every error message of the front end points at the user's
 line and column, which a plain ``cc -E`` pass would move.  Syntax errors from
 pycparser become located :class:`~polymagic.errors.SourceError` s.
 
