@@ -69,7 +69,7 @@ def _split(ast: c_ast.FileAST, constants: set[str]) -> c_ast.FileAST:
     funcs = {e.decl.name: e for e in ext if isinstance(e, c_ast.FuncDef)}
     if len(funcs) <= 1 and not any(_calls(f) & set(funcs) for f in funcs.values()):
         _check_function_pointers(list(funcs.values()))
-        return c_ast.FileAST(ext, ast.coord)
+        return c_ast.FileAST([e for e in ext if not _prototype(e, funcs)], ast.coord)
     _check_function_pointers(list(funcs.values()))
     _check_recursion(funcs)
     called = set().union(*(_calls(f) & set(funcs) for f in funcs.values()))
@@ -89,12 +89,14 @@ def _split(ast: c_ast.FileAST, constants: set[str]) -> c_ast.FileAST:
         if isinstance(e, c_ast.FuncDef):
             if e.decl.name == kernel.decl.name:
                 keep.append(kernel)
-        elif isinstance(e, c_ast.Decl) and isinstance(e.type, c_ast.FuncDecl) and \
-                e.name in funcs:
-            continue                                   # a prototype
-        else:
+        elif not _prototype(e, funcs):
             keep.append(e)
     return c_ast.FileAST(keep, ast.coord)
+
+
+def _prototype(e: c_ast.Node, funcs: dict) -> bool:
+    """Is ``e`` a declaration of a function the cell defines?"""
+    return isinstance(e, c_ast.Decl) and isinstance(e.type, c_ast.FuncDecl) and e.name in funcs
 
 
 # ---- the call graph ----------------------------------------------------------------
