@@ -425,7 +425,7 @@ H = "void f(int n, double A[n], double B[n][n], double x) {\n"
 
 ERRORS = [
     # (source, keyword in the message, line, column)
-    ("void f(int n, double *A) {\n}", "pointer", 1, 22),
+    ("void f(int n, double **A) {\n}", "pointer", 1, 23),
     (H + "  while (n) A[0] = 1;\n}", "while", 2, 3),
     (H + "  for (int i = 0; i < n; i++) { break; }\n}", "break", 2, 33),
     (H + "  goto L;\n}", "goto", 2, 3),

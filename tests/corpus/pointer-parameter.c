@@ -1,4 +1,4 @@
-// expect: 3:22 pointer
+// expect: ok
 // options: --size N=8
 void f(int N, double *A, double B[N]) {
   for (int i = 0; i < N; i++)

@@ -22,7 +22,8 @@ Decisions other stages rely on
 * ``a += b`` is an :class:`~polymagic.expr.Assign` with op ``'+='``; its target is
   both read (first access) and written (last access).  ``A[i]++`` is ``A[i] += 1``.
 * ``const`` and ``restrict`` qualifiers on array parameters are accepted and
-  ignored (a ``const`` array may not be written); pointer parameters are rejected.
+  ignored (a ``const`` array may not be written); a pointer parameter is a 1-d array
+  whose extent is inferred from the accesses (:mod:`.pointers`).
 
 The front end is split along the walk's seams: :mod:`.source` (text to AST,
 positions kept), :mod:`.inline` (the kernel and its inlined helpers), :mod:`.subset` (the accepted C by name), :mod:`.symbols` (names,
@@ -40,12 +41,13 @@ from .control import ControlFlow
 from .declarations import Declarations
 from .inline import split_kernel
 from .limits import check_limits
+from .pointers import Pointers
 from .source import _blank_comments, parse, preprocess
 from .statements import Statements
 from .values import Values
 
 
-class Builder(Declarations, Statements, ControlFlow, Affine, Values):
+class Builder(Declarations, Pointers, Statements, ControlFlow, Affine, Values):
     """Walks one function and accumulates the Scop's pieces (every rule is a
     method of one of the mixins; they share :class:`~.symbols.BuilderState`)."""
 
@@ -74,6 +76,7 @@ def _build(source: str, pre) -> Scop:
     b.names.visit(fd)
     b.signature(fd)
     b.body(fd)
+    b.pointer_extents()
     return Scop(name=fd.decl.name, params=b.params, arrays=b.arrays, statements=b.statements,
                 schedule=b.schedule(), context=b.context, source=source,
                 constants=dict(pre.values), language="c",

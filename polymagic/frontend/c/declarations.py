@@ -85,8 +85,7 @@ class Declarations(BuilderState):
         if not isinstance(a, c_ast.Decl) or not a.name:
             self.err("every parameter needs a type and a name", a)
         t = a.type
-        if isinstance(t, c_ast.PtrDecl) or (isinstance(t, c_ast.ArrayDecl) and
-                                            self._has_ptr(t)):
+        if isinstance(t, c_ast.ArrayDecl) and self._has_ptr(t):
             self.err(f"pointer parameter '{a.name}' is not supported: declare arrays with "
                      f"their sizes, e.g. double {a.name}[n]", a)
         if is_struct(t) or (isinstance(t, c_ast.ArrayDecl) and is_struct(self._elem(t))):
@@ -97,6 +96,8 @@ class Declarations(BuilderState):
             self.err(f"parameter '{a.name}' is declared twice", a)
         if isinstance(t, c_ast.ArrayDecl):
             return self.array_param(a)
+        if isinstance(t, c_ast.PtrDecl):
+            return self.pointer_param(a)      # frontend/c/pointers.py
         tn = type_name(t)
         if tn in INT_TYPES:
             self.size_params.append(a.name)

@@ -1,0 +1,88 @@
+"""Pointer parameters (issue 19, item 3): ``T *p`` and ``const T *restrict p`` are
+1-d arrays whose extent is inferred from the accesses; emulator == CPU, arrays
+that share memory and unsupported pointer forms are refused clearly."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from polymagic import expr as E
+from polymagic.compiler import compile_source
+from polymagic.errors import InputError, UnsupportedError
+from polymagic.frontend.c import parse_c
+from polymagic.options import Options
+from polymagic.runtime.run import run
+
+CONV = """\
+void conv(int n, const double *restrict x, double *y) {
+  for (int i = 0; i < n; i++)
+    y[i] = 0.25 * x[i] + 0.5 * x[i + 1] + 0.25 * x[i + 2];
+}
+"""
+
+GEMM_FLAT = """\
+#define N 20
+#define IDX(i, j) ((i)*N + (j))
+void gemm(float *C, const float *A, const float *B) {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++)
+      for (int k = 0; k < N; k++)
+        C[IDX(i, j)] += A[IDX(i, k)] * B[IDX(k, j)];
+}
+"""
+
+DIAGONALS = """\
+void diagonals(int n, int m, double *y, const double A[n][m]) {
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < m; j++)
+      y[i + j] += A[i][j];
+}
+"""
+
+
+def _run(src: str, sizes: dict, namespace=None):
+    opts = Options(sizes=sizes, target="emulator")
+    compiled = compile_source(src, opts)
+    report = run(compiled, opts, namespace)
+    assert report.ok, report.message
+    return compiled
+
+
+@pytest.mark.parametrize("src,sizes,shapes", [
+    (CONV, {"n": 45}, {"x": (E.Binary("+", E.Var("n"), E.Int(2)),), "y": (E.Var("n"),)}),
+    (GEMM_FLAT, {}, {"C": (E.Int(400),), "A": (E.Int(400),), "B": (E.Int(400),)}),
+    (DIAGONALS, {"n": 17, "m": 9},
+     {"y": (E.Binary("-", E.Binary("+", E.Var("n"), E.Var("m")), E.Int(1)),)}),
+])
+def test_pointer_extents_are_inferred_and_match_cpu(src, sizes, shapes):
+    compiled = _run(src, sizes)
+    for name, shape in shapes.items():
+        assert compiled.scop.arrays[name].shape == shape
+        assert compiled.scop.arrays[name].kind == "param"
+
+
+def test_results_reach_the_callers_arrays_and_aliasing_is_refused():
+    x = np.linspace(0.0, 1.0, 12)
+    y = np.zeros(10)
+    _run(CONV, {"n": 10}, {"x": x, "y": y})
+    assert np.allclose(y, 0.25 * x[:10] + 0.5 * x[1:11] + 0.25 * x[2:12])
+    buf = np.zeros(12)
+    with pytest.raises(InputError, match="share memory"):
+        _run(CONV, {"n": 10}, {"x": buf, "y": buf[:10]})
+
+
+@pytest.mark.parametrize("src,word,line,col", [
+    ("void f(int n, double *x) {\n  for (int i = 0; i < n; i++)\n    x[i - 1] = 0;\n}\n",
+     "below index 0", 1, 22),
+    ("void f(int n, double **x) {\n}\n", "points to a pointer", 1, 23),
+    ("void f(int n, const double *x) {\n  for (int i = 0; i < n; i++)\n    x[i] = 0;\n}\n",
+     "const array 'x'", 3, 5),
+    ("void f(int n, double *x, double *y) {\n  const double *xs = x + 1;\n}\n",
+     "pointers are not supported", 2, 16),
+    ("void f(int n, unsigned *x) {\n}\n", "unsupported element type", 1, 24),
+])
+def test_unsupported_pointer_forms_are_located(src, word, line, col):
+    with pytest.raises(UnsupportedError) as e:
+        parse_c(src)
+    assert word in e.value.reason
+    assert (e.value.line, e.value.col) == (line, col), str(e.value)
