@@ -38,7 +38,10 @@ void f(int n, const double A[n], const float X[n], double B[n], float Y[n]) {
     B[i] = sqrt(fabs(A[i])) + exp(-A[i] * A[i]) + log(1.0 + fabs(A[i])) + pow(A[i], 2.0)
            + fmin(A[i], 0.5) * fmax(A[i], -0.5) + sin(A[i]) * cos(A[i])
            + floor(A[i] * 3.0) + ceil(A[i] * 3.0);
-    Y[i] = sqrtf(fabsf(X[i])) + expf(X[i]) + fminf(X[i], 0.25f) + floorf(X[i] * 2.0f);
+    Y[i] = sqrtf(fabsf(X[i])) + expf(X[i]) + fminf(X[i], 0.25f) + floorf(X[i] * 2.0f)
+           + atan2f(X[i], 2.0f) + hypotf(X[i], 1.5f) + roundf(X[i] * 4.0f);
+    B[i] += atan2(A[i], 0.5) + fmod(A[i] * 7.0, 0.75) + log10(2.0 + A[i]) + cbrt(A[i])
+            + trunc(A[i] * 5.0) + fma(A[i], 3.0, 1.0) + copysign(1.0, A[i]) + tanh(A[i]);
   }
 }
 """
@@ -93,7 +96,8 @@ def test_row_norm_with_static_inline_helper_matches_cpu():
 def test_math_functions_match_cpu():
     compiled = _check(MATH, {"n": 37})
     for f in ("sqrt(", "exp(", "fabs(", "pow(", "fmin(", "fmax(", "floor(", "ceil(",
-              "sqrtf(", "expf(", "fminf(", "floorf("):
+              "sqrtf(", "expf(", "fminf(", "floorf(", "atan2f(", "hypotf(", "roundf(",
+              "atan2(", "fmod(", "log10(", "cbrt(", "trunc(", "fma(", "copysign("):
         assert f in compiled.cuda, f
 
 

@@ -15,7 +15,10 @@ from pycparser import c_ast
 MATH_FUNCS = {name: arity for base, arity in [
     ("sqrt", 1), ("exp", 1), ("log", 1), ("fabs", 1), ("pow", 2), ("fmax", 2),
     ("fmin", 2), ("sin", 1), ("cos", 1), ("tan", 1), ("tanh", 1), ("floor", 1),
-    ("ceil", 1)] for name in (base, base + "f")}
+    ("ceil", 1), ("exp2", 1), ("log2", 1), ("log10", 1), ("log1p", 1), ("expm1", 1),
+    ("cbrt", 1), ("asin", 1), ("acos", 1), ("atan", 1), ("atan2", 2), ("sinh", 1),
+    ("cosh", 1), ("fmod", 2), ("hypot", 2), ("trunc", 1), ("round", 1), ("copysign", 2),
+    ("fma", 3)] for name in (base, base + "f")}
 MATH_FUNCS.update({"abs": 1, "min": 2, "max": 2})
 SIDE_EFFECT_FUNCS = {"printf", "fprintf", "puts", "malloc", "calloc", "realloc", "free",
                      "memcpy", "memset", "rand", "srand", "exit", "abort", "scanf"}
