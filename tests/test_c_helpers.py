@@ -121,6 +121,42 @@ def test_the_kernel_is_the_void_function_no_other_calls():
     assert (e.value.line, e.value.col) == (3, 6)
 
 
+VOID_HELPERS = """\
+static void axpy(int n, double a, const double *x, double *y) {
+  for (int i = 0; i < n; i++)
+    y[i] += a * x[i];
+}
+static void scale_row(int m, double A[][m], int i, double s) {
+  for (int j = 0; j < m; j++) {
+    double t = A[i][j] * s;
+    A[i][j] = t;
+  }
+}
+static void bump(double *y, int i, double v) { v = v * 2; y[i] += v; return; }
+static inline double sq(double v) { return v * v; }
+
+void k(int n, int m, double alpha, double A[n][m], double x[m], double y[m], double z[n]) {
+  axpy(m, alpha, x, y);
+  for (int i = 0; i < n; i++) {
+    double t = sq(z[i]);
+    scale_row(m, A, i, 0.5 + A[i][0]);
+    bump(z, i, t + A[i][1]);
+  }
+}
+"""
+
+
+def test_void_helpers_are_inlined_as_blocks_and_match_cpu():
+    compiled = _check(VOID_HELPERS, {"n": 13, "m": 7, "alpha": 1.5})
+    scop = compiled.scop
+    # the helpers' loops became loops of the nest; their names do not clash
+    assert [st.iterators for st in scop.statements] == [
+        ("i_1",), ("i",), ("i",), ("i", "j"), ("i", "j"), ("i",), ("i",), ("i",)]
+    assert [st.line for st in scop.statements] == [3, 17, 5, 7, 8, 11, 11, 11]
+    # a parameter the body assigns, or whose argument reads an array, is a local copy
+    assert scop.statements[5].text == "double v;"
+
+
 H = "void f(int n, double A[n], int L[n]) {\n"
 
 REFUSED = [
@@ -149,7 +185,11 @@ REFUSED = [
      "  for (int i = 0; i < n; i++)\n    A[i] = g(A[i]);\n}\n",
      ["helper 'g'", "uses 'n'"], 1, 33),
     ("double g(double x) { return x; }\n" + H +
-     "  for (int i = 0; i < n; i++)\n    g(A[i]);\n}\n", ["as a statement"], 4, 5),
+     "  for (int i = 0; i < n; i++)\n    g(A[i]);\n}\n", ["value of helper 'g' is unused"], 4, 5),
+    ("void g(double *a, int i) { a[i] = 0; }\n" + H +
+     "  for (int i = 0; i < n; i++)\n    A[i] = g(A, i);\n}\n", ["returns void"], 4, 12),
+    ("void g(double *a, int i) {\n  if (i > 2) return;\n  a[i] = 0;\n}\n" + H +
+     "  for (int i = 0; i < n; i++)\n    g(A, i);\n}\n", ["return is only allowed"], 2, 14),
     ("double g(double x) { if (x > 0) return x; }\n" + H +
      "  for (int i = 0; i < n; i++)\n    A[i] = g(A[i]);\n}\n", ["without returning"], 1, 20),
 ]

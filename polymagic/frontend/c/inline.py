@@ -5,15 +5,20 @@ The rule for the kernel: the one function of the cell that no other function of
 the cell calls (functions called from it are its helpers).  Two such functions
 are an error, so is a cell where every function is called (recursion).
 
-A helper is inlined where it is called, as one C expression: its body may declare
-and assign its own scalar variables, branch with ``if``/``else`` and ``return``
-anywhere, but has no loops, writes no array and calls only math functions and
-other helpers.  The body is executed symbolically (each variable's value is an
-expression of the parameters; an ``if`` merges the two branches' values with
-``?:``, an early ``return`` becomes a guarded value), which is how inliners of
-pure functions in source-to-source polyhedral tools work: pet (Verdoolaege and
-Grosser, "Polyhedral Extraction Tool", IMPACT 2012, section 3) inlines a called
-function's body into the SCoP so that its accesses are the caller's.
+A helper that returns a value is inlined where it is called, as one C
+expression: its body may declare and assign its own scalar variables, branch with
+``if``/``else`` and ``return`` anywhere, but has no loops, writes no array and
+calls only math functions and other helpers.  The body is executed symbolically
+(each variable's value is an expression of the parameters; an ``if`` merges the
+two branches' values with ``?:``, an early ``return`` becomes a guarded value).
+
+A ``void`` helper called as a statement is inlined as a block of the kernel (its
+loops become loops of the nest): array parameters take the passed array's name,
+scalar parameters the argument, or a local copy of it when the body assigns the
+parameter or the argument reads an array; its locals are renamed away from the
+kernel's names.  Both are how pet (Verdoolaege and Grosser, "Polyhedral
+Extraction Tool", IMPACT 2012, section 3) treats calls: the callee's body is
+inlined into the SCoP so that its accesses are the caller's.
 
 C's conversions are kept exactly: an argument is cast to its parameter's type
 and the value to the return type unless the types are known to be equal (so the
@@ -23,7 +28,8 @@ Nodes of the inlined expression keep their coordinates, so later errors point at
 the helper's line (and arguments at the call).
 
 Refused, with the reason: recursion (direct or mutual), function pointers,
-helpers with loops or that write arrays, helpers used as statements.
+value helpers with loops or that write arrays, a value helper's unused value, a
+void helper used as a value, ``return`` before a void helper's end.
 """
 from __future__ import annotations
 
@@ -82,7 +88,7 @@ def _split(ast: c_ast.FileAST, constants: set[str]) -> c_ast.FileAST:
                    "and the others (helpers) are inlined where it calls them", void[1])
     roots = void or roots[-1:]
     kernel = roots[0]
-    inl = _Inliner(funcs, constants)
+    inl = _Inliner(funcs, constants, kernel)
     kernel = _rewrite(kernel, inl.kernel_call, _kernel_types(kernel))
     keep = []
     for e in ext:
@@ -322,9 +328,12 @@ class _Helper:
 class _Inliner:
     """Compiles helpers (once each) and replaces calls to them."""
 
-    def __init__(self, funcs: dict[str, c_ast.FuncDef], constants: set[str]):
+    def __init__(self, funcs: dict[str, c_ast.FuncDef], constants: set[str],
+                 kernel: c_ast.FuncDef):
         self.funcs, self.constants = funcs, constants
         self.done: dict[str, _Helper] = {}
+        self.used = {n.name for n in _ids(kernel)} | {d.name for d in _decls(kernel)} | \
+            set(constants) | set(funcs) | set(MATH_FUNCS)
 
     # -- at a call --
 
@@ -332,15 +341,81 @@ class _Inliner:
         name = call_name(call)
         if name not in self.funcs:
             return call
+        void = type_name(self.funcs[name].decl.type.type) == "void"
+        if stmt and void:
+            return self.inline_statements(call, types)
         if stmt:
-            raise _Err(f"call to helper '{name}' as a statement is not supported: helper "
-                       "functions are inlined as expressions; return a value and assign it "
-                       "in the kernel", call)
+            raise _Err(f"the value of helper '{name}' is unused: a helper that returns a "
+                       "value is inlined as an expression; assign its value in the kernel "
+                       "(or make it void)", call)
         return self.inline(call, types)
+
+    def inline_statements(self, call: c_ast.FuncCall, types: dict) -> c_ast.Compound:
+        """A void helper's body as a block of the kernel: array parameters take the
+        passed array's name, scalar parameters the argument (or a local copy of it
+        when the body assigns the parameter or the argument reads an array, which
+        the body might write), locals get names unused in the kernel."""
+        name = call_name(call)
+        fd = self.funcs[name]
+        params, decls = self.signature(fd), self.signature_decls(fd)
+        args = call_args(call)
+        if len(args) != len(params):
+            raise _Err(f"{name}() takes {len(params)} argument(s), got {len(args)}", call)
+        body = fd.body.block_items or []
+        for k, s in enumerate(body):
+            if isinstance(s, c_ast.Return) and (s.expr is not None or k != len(body) - 1):
+                raise _Err(f"helper '{name}': return is only allowed as its last statement "
+                           "(a void helper is inlined as a block of the kernel)", s)
+        body = [s for s in body if not isinstance(s, c_ast.Return)]
+        assigned = _assigned(fd.body)
+        env: dict = {}
+        new_types: dict = {}
+        copies: list[c_ast.Node] = []
+        for (p, t), a, d in zip(params, args, decls):
+            if isinstance(t, tuple):
+                if not isinstance(a, c_ast.ID):
+                    raise _Err(f"argument '{p}' of {name}() must be the name of an array "
+                               "(pointer arithmetic is not supported)", a)
+                env[p] = a
+            elif p in assigned or _reads_array(a):
+                fresh = self.fresh(p)
+                new_types[fresh] = t
+                copies.append(c_ast.Decl(fresh, [], [], [], [], c_ast.TypeDecl(
+                    fresh, [], None, c_ast.IdentifierType([t], d.coord), d.coord),
+                    _cast(t, a, types, self.funcs), None, d.coord))
+                env[p] = c_ast.ID(fresh, d.coord)
+            else:
+                env[p] = _cast(t, a, types, self.funcs)
+        renames = {}
+        for d in _decls(fd.body):
+            if d.name not in renames:
+                renames[d.name] = self.fresh(d.name)
+                new_types[renames[d.name]] = _decl_type(d.type)
+            env[d.name] = c_ast.ID(renames[d.name], d.coord)
+        for n in _ids(fd.body):
+            if n.name not in env and n.name not in self.constants:
+                raise _Err(f"helper '{name}': uses '{n.name}', which is not its parameter, "
+                           "its local variable or a #define constant", n)
+        block = _substitute(c_ast.Compound(body, fd.body.coord), env)
+        _rename_decls(block, renames)
+        block = c_ast.Compound(copies + (block.block_items or []), call.coord)
+        return _rewrite(block, self.kernel_call, {**types, **new_types})
+
+    def fresh(self, name: str) -> str:
+        """``name``, or ``name_1``, ``name_2``...: a name the kernel does not use yet."""
+        k, out = 0, name
+        while out in self.used:
+            k += 1
+            out = f"{name}_{k}"
+        self.used.add(out)
+        return out
 
     def inline(self, call: c_ast.FuncCall, types: dict) -> c_ast.Node:
         """The helper's value with the call's arguments substituted."""
         name = call_name(call)
+        if type_name(self.funcs[name].decl.type.type) == "void":
+            raise _Err(f"helper '{name}' returns void: it can be called as a statement, not "
+                       "used as a value", call)
         h = self.helper(name)
         args = call_args(call)
         if len(args) != len(h.params):
@@ -363,23 +438,33 @@ class _Inliner:
             self.done[name] = self.compile(self.funcs[name])
         return self.done[name]
 
+    @staticmethod
+    def signature_decls(fd: c_ast.FuncDef) -> list[c_ast.Node]:
+        """The parameter declarations (none for ``(void)``)."""
+        args = fd.decl.type.args.params if fd.decl.type.args is not None else []
+        if len(args) == 1 and isinstance(args[0], c_ast.Typename) and \
+                type_name(args[0].type) == "void":
+            args = []
+        return list(args)
+
+    def signature(self, fd: c_ast.FuncDef) -> list[tuple[str, object]]:
+        """(name, type) of each parameter; a type is a scalar C type or ('array', T)."""
+        params: list[tuple[str, object]] = []
+        for a in self.signature_decls(fd):
+            t = _decl_type(a.type) if isinstance(a, c_ast.Decl) and a.name else None
+            if t is None:
+                raise _Err(f"parameter of helper '{fd.decl.name}' has an unsupported type "
+                           "(use int, long, float, double or arrays of them)", a)
+            params.append((a.name, t))
+        return params
+
     def compile(self, fd: c_ast.FuncDef) -> _Helper:
         name = fd.decl.name
         ret = _scalar_type(fd.decl.type.type)
         if ret is None:
             raise _Err(f"helper function '{name}' must return int, long, float or double "
                        "(helpers are inlined as expressions)", fd.decl.type.type)
-        params: list[tuple[str, object]] = []
-        args = fd.decl.type.args.params if fd.decl.type.args is not None else []
-        if len(args) == 1 and isinstance(args[0], c_ast.Typename) and \
-                type_name(args[0].type) == "void":
-            args = []
-        for a in args:
-            t = _decl_type(a.type) if isinstance(a, c_ast.Decl) and a.name else None
-            if t is None:
-                raise _Err(f"parameter of helper '{name}' has an unsupported type (use int, "
-                           "long, float, double or arrays of them)", a)
-            params.append((a.name, t))
+        params, args = self.signature(fd), self.signature_decls(fd)
         run = _Run(self, name, dict(params), ret)
         env = {p: c_ast.ID(p, a.coord) for (p, _), a in zip(params, args)}
         run.block(fd.body.block_items or [], env)
@@ -538,6 +623,48 @@ def _merge_ret(cond, r1, r2, at):
     else:
         value = c_ast.TernaryOp(copy.deepcopy(cond), r1[1], r2[1], at.coord)
     return guard, value
+
+
+def _rename_decls(node: c_ast.Node, renames: dict[str, str]) -> None:
+    """Rename, in place, the variables that ``node`` declares."""
+    for d in _decls(node):
+        if d.name in renames:
+            d.name = renames[d.name]
+            t = d.type
+            while not isinstance(t, c_ast.TypeDecl) and hasattr(t, "type"):
+                t = t.type
+            if isinstance(t, c_ast.TypeDecl):
+                t.declname = d.name
+
+
+def _assigned(node: c_ast.Node) -> set[str]:
+    """The variables assigned (``=``, ``op=``, ``++``, ``--``) in ``node``."""
+    out: set[str] = set()
+
+    class V(c_ast.NodeVisitor):
+        def visit_Assignment(self, n):
+            if isinstance(n.lvalue, c_ast.ID):
+                out.add(n.lvalue.name)
+            self.generic_visit(n)
+
+        def visit_UnaryOp(self, n):
+            if n.op in ("++", "--", "p++", "p--") and isinstance(n.expr, c_ast.ID):
+                out.add(n.expr.name)
+            self.generic_visit(n)
+
+    V().visit(node)
+    return out
+
+
+def _reads_array(node: c_ast.Node) -> bool:
+    """Does the expression read an array element?"""
+    return any(isinstance(n, c_ast.ArrayRef) for _, n in _all_nodes(node))
+
+
+def _all_nodes(node: c_ast.Node):
+    for name, child in node.children():
+        yield name, child
+        yield from _all_nodes(child)
 
 
 class _Ids(c_ast.NodeVisitor):

@@ -170,6 +170,9 @@ class Statements(BuilderState):
             for ch in self.lines[line][col:]:
                 if ch in "([{":
                     depth += 1
+                elif ch in ")]}" and decl and depth == 0:
+                    # a parameter copied by an inlined helper (frontend/c/inline.py)
+                    return " ".join("".join(chars).split()) + ";"
                 elif ch in ")]}":
                     depth -= 1
                 elif depth == 0 and (ch == ";" or (decl and ch == ",")):
