@@ -43,7 +43,7 @@ class Declarations(BuilderState):
                 self.err("struct/union types are not supported", e)
             if isinstance(e, c_ast.Decl) and isinstance(e.type, c_ast.FuncDecl):
                 self.err(f"function declarations are not supported (declares '{e.name}'); "
-                         "the cell must hold exactly one function definition", e)
+                         "the cell must define every function it calls", e)
             self.err("global declarations are not supported; put everything in the "
                      "function (sizes as int parameters, constants as #define)", e)
         if not funcs:

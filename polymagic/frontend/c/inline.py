@@ -37,6 +37,7 @@ import copy
 
 from pycparser import c_ast
 
+from ... import expr as E
 from ...errors import UnsupportedError
 from .subset import ELEM_TYPES, MATH_FUNCS, call_args, call_name, type_name
 
@@ -58,7 +59,7 @@ def split_kernel(ast: c_ast.FileAST, source: str, constants) -> c_ast.FileAST:
     in it replaced by the helper's inlined expression.  Declarations from outside
     the cell (``#line`` markers of other files) are dropped."""
     try:
-        return _split(ast, set(constants))
+        return _split(ast, _constant_types(constants))
     except _Err as e:
         coord = getattr(e.node, "coord", None)
         raise UnsupportedError(e.msg, getattr(coord, "line", None),
@@ -70,7 +71,20 @@ def _in_cell(node: c_ast.Node) -> bool:
     return coord is None or coord.file in ("<cell>", "")
 
 
-def _split(ast: c_ast.FileAST, constants: set[str]) -> c_ast.FileAST:
+def _constant_types(constants) -> dict[str, str]:
+    """The C type of each ``#define`` constant (an int, or a float/double literal)."""
+    out = {}
+    for name, e in dict(constants).items():
+        if isinstance(e, E.Int):
+            out[name] = "int"
+        elif isinstance(e, E.Float):
+            out[name] = "float" if e.text.rstrip().endswith(("f", "F")) else "double"
+        else:
+            out[name] = None
+    return out
+
+
+def _split(ast: c_ast.FileAST, constants: dict[str, str | None]) -> c_ast.FileAST:
     ext = [e for e in ast.ext if _in_cell(e)]
     funcs = {e.decl.name: e for e in ext if isinstance(e, c_ast.FuncDef)}
     if len(funcs) <= 1 and not any(_calls(f) & set(funcs) for f in funcs.values()):
@@ -89,7 +103,7 @@ def _split(ast: c_ast.FileAST, constants: set[str]) -> c_ast.FileAST:
     roots = void or roots[-1:]
     kernel = roots[0]
     inl = _Inliner(funcs, constants, kernel)
-    kernel = _rewrite(kernel, inl.kernel_call, _kernel_types(kernel))
+    kernel = _rewrite(kernel, inl.kernel_call, {**constants, **_kernel_types(kernel)})
     keep = []
     for e in ext:
         if isinstance(e, c_ast.FuncDef):
@@ -328,7 +342,7 @@ class _Helper:
 class _Inliner:
     """Compiles helpers (once each) and replaces calls to them."""
 
-    def __init__(self, funcs: dict[str, c_ast.FuncDef], constants: set[str],
+    def __init__(self, funcs: dict[str, c_ast.FuncDef], constants: dict[str, str | None],
                  kernel: c_ast.FuncDef):
         self.funcs, self.constants = funcs, constants
         self.done: dict[str, _Helper] = {}
@@ -465,7 +479,7 @@ class _Inliner:
             raise _Err(f"helper function '{name}' must return int, long, float or double "
                        "(helpers are inlined as expressions)", fd.decl.type.type)
         params, args = self.signature(fd), self.signature_decls(fd)
-        run = _Run(self, name, dict(params), ret)
+        run = _Run(self, name, {**self.constants, **dict(params)}, ret)
         env = {p: c_ast.ID(p, a.coord) for (p, _), a in zip(params, args)}
         run.block(fd.body.block_items or [], env)
         if run.ret is None or run.ret[0] is not _ALWAYS:
