@@ -1,6 +1,8 @@
-"""Pointer parameters (issue 19, item 3): ``T *p`` and ``const T *restrict p`` are
-1-d arrays whose extent is inferred from the accesses; emulator == CPU, arrays
-that share memory and unsupported pointer forms are refused clearly."""
+"""Pointers (issue 19, item 3): parameters ``T *p`` and ``const T *restrict p`` are
+1-d arrays whose extent is inferred from the accesses; local pointers into arrays
+(``const double *xs = x + 1``, ``double *row = A[i]``) are views whose accesses
+are the array's.  Emulator == CPU; arrays that share memory and unsupported
+pointer forms are refused clearly."""
 from __future__ import annotations
 
 import numpy as np
@@ -40,6 +42,27 @@ void diagonals(int n, int m, double *y, const double A[n][m]) {
 """
 
 
+CONV_VIEW = """\
+void conv(int n, const double *restrict x, double *restrict y) {
+  const double *xs = x + 1;
+  for (int i = 0; i < n; i++)
+    y[i] = 0.25 * xs[i - 1] + 0.5 * *(xs + i) + 0.25 * xs[i + 1];
+}
+"""
+
+ROWS = """\
+void rows(int n, int m, const double A[n][m], double B[n][m], const double s[n]) {
+  for (int i = 0; i < n; i++) {
+    const double *a = A[i];
+    double *b = &B[i][0];
+    double *bb = b + 1;
+    for (int j = 0; j < m - 1; j++)
+      bb[j] = a[j] * 2 + s[i];
+  }
+}
+"""
+
+
 def _run(src: str, sizes: dict, namespace=None):
     opts = Options(sizes=sizes, target="emulator")
     compiled = compile_source(src, opts)
@@ -61,6 +84,18 @@ def test_pointer_extents_are_inferred_and_match_cpu(src, sizes, shapes):
         assert compiled.scop.arrays[name].kind == "param"
 
 
+def test_local_pointer_views_are_the_arrays_accesses_and_match_cpu():
+    compiled = _run(CONV_VIEW, {"n": 41})
+    (st,) = compiled.scop.statements
+    reads = sorted(str(a.relation).replace(" ", "") for a in st.reads)
+    assert reads == ["[n]->{S0[i]->x[1+i]}", "[n]->{S0[i]->x[2+i]}", "[n]->{S0[i]->x[i]}"]
+    assert compiled.scop.arrays["x"].shape == (E.Binary("+", E.Var("n"), E.Int(2)),)
+    compiled = _run(ROWS, {"n": 13, "m": 11})
+    (st,) = compiled.scop.statements
+    assert str(st.writes[0].relation).replace(" ", "") == "[n,m]->{S0[i,j]->B[i,1+j]}"
+    assert st.text == "bb[j] = a[j] * 2 + s[i];"
+
+
 def test_results_reach_the_callers_arrays_and_aliasing_is_refused():
     x = np.linspace(0.0, 1.0, 12)
     y = np.zeros(10)
@@ -77,9 +112,15 @@ def test_results_reach_the_callers_arrays_and_aliasing_is_refused():
     ("void f(int n, double **x) {\n}\n", "points to a pointer", 1, 23),
     ("void f(int n, const double *x) {\n  for (int i = 0; i < n; i++)\n    x[i] = 0;\n}\n",
      "const array 'x'", 3, 5),
-    ("void f(int n, double *x, double *y) {\n  const double *xs = x + 1;\n}\n",
-     "pointers are not supported", 2, 16),
     ("void f(int n, unsigned *x) {\n}\n", "unsupported element type", 1, 24),
+    ("void f(int n, double x[n]) {\n  double *p = x;\n  p = x + 1;\n}\n", "reassigned", 3, 3),
+    ("void f(int n, double x[n]) {\n  double *p = x;\n  for (int i = 0; i < n; i++)\n"
+     "    p++;\n}\n", "incremented", 4, 5),
+    ("void f(int n, double x[n]) {\n  double *p;\n}\n", "must be set where it is declared",
+     2, 10),
+    ("void f(int n, double A[n][n]) {\n  double *p = A + 1;\n}\n", "whole 2-d array", 2, 15),
+    ("void f(int n, double x[n], double y[n]) {\n  double *p = x;\n  y[0] = p;\n}\n",
+     "used as a value", 3, 10),
 ])
 def test_unsupported_pointer_forms_are_located(src, word, line, col):
     with pytest.raises(UnsupportedError) as e:

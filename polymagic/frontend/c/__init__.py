@@ -26,7 +26,8 @@ Decisions other stages rely on
   whose extent is inferred from the accesses (:mod:`.pointers`).
 
 The front end is split along the walk's seams: :mod:`.source` (text to AST,
-positions kept), :mod:`.inline` (the kernel and its inlined helpers), :mod:`.subset` (the accepted C by name), :mod:`.symbols` (names,
+positions kept), :mod:`.inline` (the kernel and its inlined helpers), :mod:`.views`
+(local pointers into arrays), :mod:`.subset` (the accepted C by name), :mod:`.symbols` (names,
 scopes and the walk's state), :mod:`.declarations` (signature and locals),
 :mod:`.statements` (dispatch and assignments), :mod:`.control` (loops, ifs and
 the schedule), :mod:`.affine` (isl expressions) and :mod:`.values` (right-hand
@@ -45,6 +46,7 @@ from .pointers import Pointers
 from .source import _blank_comments, parse, preprocess
 from .statements import Statements
 from .values import Values
+from .views import local_pointers
 
 
 class Builder(Declarations, Pointers, Statements, ControlFlow, Affine, Values):
@@ -70,7 +72,7 @@ def parse_c(source: str) -> Scop:
 
 def _build(source: str, pre) -> Scop:
     """The Scop of the preprocessed cell (see :func:`parse_c`)."""
-    ast = split_kernel(parse(pre.text, source), source, pre.constants)
+    ast = local_pointers(split_kernel(parse(pre.text, source), source, pre.constants), source)
     b = Builder(source, pre)
     fd = b.function(ast)
     b.names.visit(fd)
