@@ -65,6 +65,11 @@ def parse_c(source: str) -> Scop:
     check_limits(pre.text, source)          # what macros expanded to
     try:
         return _build(source, pre)
+    except SourceError as e:
+        col = pre.user_column(e.line, e.col)
+        if col == e.col:
+            raise
+        raise type(e)(e.reason, e.line, col, source) from None
     except RecursionError:
         raise SourceError("the function is nested too deeply to analyse (resource limit: "
                           "nesting depth); simplify its expressions or blocks") from None

@@ -110,10 +110,22 @@ class Affine(BuilderState):
         except NonAffine as e:
             bad = e
         why = ""
+        if what == "subscript" and bad.reason == "product of two non-constant terms" and \
+                self._mentions_size(bad.node):
+            why = (" (flat indexing such as A[i*n + j] with a size parameter n is not "
+                   "analysed yet: declare the array with its sizes, double A[m][n], and "
+                   "write A[i][j])")
         if what == "loop bound" and bad.reason.startswith("depends on the values"):
             why = (" (data-dependent loop bounds are not supported: the iterations of "
                    "every loop must follow from the sizes and the enclosing iterators)")
         self.err(f"non-affine {what}: {bad.reason}{why}", bad.node)
+
+    def _mentions_size(self, node: c_ast.Node) -> bool:
+        """Does the expression use an int size parameter?"""
+        if isinstance(node, c_ast.ID):
+            sym = self.lookup(node.name)
+            return sym is not None and sym.kind == "size"
+        return any(self._mentions_size(c) for _, c in node.children())
 
     def _cst(self, ls: isl.LocalSpace, v: int) -> isl.PwAff:
         return isl.PwAff.from_aff(isl.Aff.zero_on_domain(ls).set_constant_val(v))

@@ -34,6 +34,31 @@ class Preprocessed:
     text: str
     constants: dict[str, E.Expr] = field(default_factory=dict)
     values: dict[str, int | float] = field(default_factory=dict)
+    #: line -> (the user's text, cpp's) for the lines that took cpp's output
+    expanded: dict[int, tuple[str, str]] = field(default_factory=dict)
+
+    def user_column(self, line: int | None, col: int | None) -> int | None:
+        """The user's column of a position in the preprocessed text: unchanged on
+        lines without macros; on an expanded line, the same character where the
+        line matches the user's before or after the macros (spaces aside), else the
+        first character the expansion replaced (the macro's name)."""
+        if line not in self.expanded or col is None:
+            return col
+        user, got = self.expanded[line]
+        o = [k for k, c in enumerate(user) if not c.isspace()]
+        g = [k for k, c in enumerate(got) if not c.isspace()]
+        head = 0
+        while head < min(len(o), len(g)) and user[o[head]] == got[g[head]]:
+            head += 1
+        tail = 0
+        while tail < min(len(o), len(g)) - head and user[o[-1 - tail]] == got[g[-1 - tail]]:
+            tail += 1
+        at = next((i for i, k in enumerate(g) if k >= col - 1), len(g))
+        if at < head:
+            return o[at] + 1
+        if at >= len(g) - tail and tail:
+            return o[len(o) - (len(g) - at)] + 1
+        return o[head] + 1 if head < len(o) else col
 
 
 def _blank_comments(src: str) -> str:
@@ -177,7 +202,10 @@ def preprocess(source: str) -> Preprocessed:
         for_cpp = for_cpp or not handled
     text = "\n".join(lines)
     if for_cpp:
+        user = text.split("\n")
         text, expanded = _run_cpp(text, source, probes, "\n".join(cpp_lines))
+        pre.expanded = {k + 1: (u, t) for k, (u, t) in enumerate(zip(user, text.split("\n")))
+                        if u != t}
         for name, body in expanded.items():
             e = _const_define(body, pre.constants)
             if e is not None and body.strip() != name:
