@@ -157,6 +157,27 @@ def test_void_helpers_are_inlined_as_blocks_and_match_cpu():
     assert scop.statements[5].text == "double v;"
 
 
+BY_VALUE = """\
+static void shift(int m, double *a, double *b, int i, double s) {
+  for (int j = 0; j < m - 1; j++)
+    a[j] -= s + 1.5;
+  b[i] = s * s;
+}
+void k(int n, double B[n], double C[n]) {
+  for (int i = 0; i < n; i++)
+    shift(n, B, C, i, B[i]);
+}
+"""
+
+
+def test_an_argument_is_read_before_the_helper_writes_its_array():
+    """C passes B[i] by value: the helper's writes to B must not change s (a bare
+    array element argument is copied to a local, found by the inline fuzz)."""
+    compiled = _check(BY_VALUE, {"n": 11})
+    first = compiled.scop.statements[0]
+    assert first.text == "double s;" and first.body.value == E.Access("B", (E.Var("i"),))
+
+
 H = "void f(int n, double A[n], int L[n]) {\n"
 
 REFUSED = [

@@ -672,7 +672,8 @@ def _assigned(node: c_ast.Node) -> set[str]:
 
 def _reads_array(node: c_ast.Node) -> bool:
     """Does the expression read an array element?"""
-    return any(isinstance(n, c_ast.ArrayRef) for _, n in _all_nodes(node))
+    return isinstance(node, c_ast.ArrayRef) or \
+        any(isinstance(n, c_ast.ArrayRef) for _, n in _all_nodes(node))
 
 
 def _all_nodes(node: c_ast.Node):
