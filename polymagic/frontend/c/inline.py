@@ -56,8 +56,9 @@ class _Err(Exception):
 
 def split_kernel(ast: c_ast.FileAST, source: str, constants) -> c_ast.FileAST:
     """The cell's file AST with only the kernel function, every call to a helper
-    in it replaced by the helper's inlined expression.  Declarations from outside
-    the cell (``#line`` markers of other files) are dropped."""
+    in it replaced by the helper's inlined expression (or, for a void helper, its
+    inlined block).  Declarations from outside the cell (``#line`` markers of
+    other files: the typedef prelude) are dropped."""
     try:
         return _split(ast, _constant_types(constants))
     except _Err as e:
@@ -71,7 +72,7 @@ def _in_cell(node: c_ast.Node) -> bool:
     return coord is None or coord.file in ("<cell>", "")
 
 
-def _constant_types(constants) -> dict[str, str]:
+def _constant_types(constants) -> dict[str, str | None]:
     """The C type of each ``#define`` constant (an int, or a float/double literal)."""
     out = {}
     for name, e in dict(constants).items():
