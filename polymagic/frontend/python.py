@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..errors import SourceError, UnsupportedError
+from ..names import reserved_reason
 from ..scop import Scop
 
 #: Python/NumPy type names -> C types
@@ -273,8 +274,11 @@ class _Translator:
         return self.expr(ast.parse(e, mode="eval").body)[0]
 
     def check_name(self, name: str, node: ast.AST) -> None:
-        if name in _C_KEYWORDS or name.startswith("pm_"):
+        if name in _C_KEYWORDS:
             raise _Unsupported(f"the name {name!r} is reserved in the generated C", node)
+        why = reserved_reason(name)
+        if why:
+            raise _Unsupported(why, node)
 
     # -- statements --
 

@@ -33,6 +33,7 @@ sides); :class:`Builder` puts the rules together.
 from __future__ import annotations
 
 from ...errors import SourceError
+from ...names import reserved_reason
 from ...scop import Scop
 from .affine import Affine
 from .control import ControlFlow
@@ -70,6 +71,10 @@ def _build(source: str, pre) -> Scop:
     b = Builder(source, pre)
     fd = b.function(ast)
     b.names.visit(fd)
+    for name, decl in b.names.declared.items():     # hygiene: polymagic.names
+        why = reserved_reason(name)
+        if why:
+            b.err(why, decl)
     b.signature(fd)
     b.body(fd)
     return Scop(name=fd.decl.name, params=b.params, arrays=b.arrays, statements=b.statements,
