@@ -1,0 +1,7 @@
+# expect: 6:22 syntax error
+# options: --size N=8
+# via: magic
+# namespace: {"A": ["float64", [8]]}
+def f(N: int, A: 'double[N]'):
+    for i in range(N)
+        A[i] = 1.0
