@@ -64,7 +64,7 @@ def test_no_clash_keeps_the_short_names():
 
 
 @pytest.mark.parametrize("names", [("sh0_A", "sh0_B", "A"), ("sh0_B", "A", "B"),
-                                   ("kernel0", "sh0t0_A", "lc0_B")])
+                                   ("kernel0", "sh0t0_A", "lc0_B"), ("S0", "S1", "B")])
 def test_arrays_named_like_shared_buffers(names):
     c, a, b = names
     compiled = _run(GEMM_ARRAYS.format(c=c, a=a, b=b), "--size N=33")
