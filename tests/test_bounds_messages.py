@@ -82,3 +82,11 @@ def test_constant_size_refusals_name_their_sizes():
     with pytest.raises(InputError) as e:
         run(compile_source(src, o), o)
     assert "at its constant sizes" in str(e.value) and "at  " not in str(e.value)
+
+
+def test_constant_size_shape_mismatch_names_the_constant_sizes():
+    src = "void f(double A[10], double B[10]) {\n  for (int i = 0; i < 10; i++)\n    B[i] = A[i];\n}"
+    o = parse_options("--target emulator")
+    with pytest.raises(InputError) as e:
+        run(compile_source(src, o), o, namespace={"A": np.zeros(12), "B": np.zeros(10)})
+    assert str(e.value).endswith("which gives (10,) at its constant sizes"), str(e.value)
