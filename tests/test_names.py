@@ -107,3 +107,13 @@ def test_reserved_local_and_iterator():
     with pytest.raises(UnsupportedError, match="'pm_i' is reserved") as e:
         compile_source(src, parse_options("--size N=8"))
     assert e.value.line == 2
+
+
+@pytest.mark.parametrize("fn", ["abort", "free", "exp", "signal", "memcpy", "main"])
+def test_function_named_like_the_c_library(fn):
+    """The CPU reference compiles the user's function under a generated name: named
+    ``abort`` or ``free`` it no longer interposes the C library (``abort`` killed the
+    process), named ``exp`` it no longer clashes with <math.h>."""
+    src = (f"void {fn}(int N, double A[N], double B[N]) {{\n"
+           "  for (int i = 0; i < N; i++)\n    B[i] = 2.0 * A[i];\n}")
+    _run(src, "--size N=40")
