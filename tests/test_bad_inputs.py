@@ -1,8 +1,8 @@
-"""The bad-input corpus (tests/corpus/*.c, *.py): every mistake gets a clear error.
+"""The bad-input corpus (tests/corpus/*.c, *.pycell): every mistake gets a clear error.
 
-Each corpus file is a cell's C source (``.py``: a Python function, compiled with
-the Python front end; the magic gets ``--python``) behind a header of ``//``
-lines (``#`` in Python)::
+Each corpus file is a cell's C source (``.pycell``: a Python function, compiled
+with the Python front end, the magic gets ``--python``; not ``.py``, since some are
+deliberately not valid Python) behind a header of ``//`` lines (``#`` in Python)::
 
     // expect: 5:14 non-affine        line:column of the problem (or "-"), key word;
                                       or "ok": the run must succeed and check
@@ -77,11 +77,11 @@ def parse_entry(path: Path) -> Entry:
                  json.loads(head.get("namespace", "{}")), head.get("via", "api"),
                  head.get("xfail", ""), where == "ok",
                  json.loads(head["inputs"]) if "inputs" in head else None,
-                 "python" if path.suffix == ".py" else "c")
+                 "python" if path.suffix == ".pycell" else "c")
 
 
 def entries() -> list[Entry]:
-    return [parse_entry(p) for p in sorted([*CORPUS.glob("*.c"), *CORPUS.glob("*.py")])]
+    return [parse_entry(p) for p in sorted([*CORPUS.glob("*.c"), *CORPUS.glob("*.pycell")])]
 
 
 # ---- building the namespace -----------------------------------------------------
