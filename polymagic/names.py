@@ -9,7 +9,8 @@ localised buffers ``lc0_A`` and kernels ``kernel0``.  Two rules keep them apart
 * the ``pm_`` namespace (any case) and ``__`` belong to the generated code, and a
   few names the printed CUDA/C needs as they are (CUDA's built-in variables, the
   macros of the C headers the emulator and the CPU reference include) may not
-  name the user's variables: the front ends refuse them, naming the declaration;
+  name the user's variables: the front ends refuse them, naming the declaration
+  (and isl's keywords may not name a size parameter or a loop iterator);
 * the short stems of shared and localised buffers stay readable (``sh0_A``) unless
   a user identifier begins with them; then that compile names its buffers in the
   reserved namespace instead (``pm_sh0_A``), consistently in the CUDA, the emulator
@@ -59,9 +60,17 @@ def reserved_reason(name: str) -> str | None:
     if name in HEADER_MACROS:
         return (f"the name {name!r} is a macro of the C headers the generated code "
                 "includes; rename it")
+    return None
+
+
+def isl_keyword_reason(name: str) -> str | None:
+    """Why ``name`` may not name a size parameter or a loop iterator (those become
+    dimensions of isl sets, whose parser takes ``min``, ``mod``... as keywords), or
+    None.  Arrays and floating-point scalars may be so named."""
     if name in ISL_KEYWORDS:
         return (f"the name {name!r} is a keyword of the polyhedral library (isl) that "
-                "models the loops; rename it")
+                "models the loops, and cannot name a size parameter or a loop iterator; "
+                "rename it")
     return None
 
 
@@ -89,4 +98,5 @@ def buffer_stem(scop, stem: str) -> str:
 
 
 __all__ = ["RESERVED_PREFIXES", "CUDA_BUILTINS", "HEADER_MACROS", "ISL_KEYWORDS", "reserved_reason",
+           "isl_keyword_reason",
            "user_identifiers", "clashes", "buffer_stem"]

@@ -91,13 +91,33 @@ def test_host_code_names(n, a, b, opts):
     ("float pm_c3", "pm_c3", 24), ("float PM_HELPER_MACROS", "PM_HELPER_MACROS", 24),
     ("float __x", "__x", 24), ("float threadIdx", "threadIdx", 24),
     ("float NULL", "NULL", 24), ("float INFINITY", "INFINITY", 24),
-    ("float min", "min", 24), ("float floord", "floord", 24)])
+    ("float pm_min", "pm_min", 24)])
 def test_reserved_names_are_refused_at_the_declaration(decl, name, col):
     src = GEMM.format(s="alpha").replace("float alpha", decl).replace("alpha *", f"{name} *")
     with pytest.raises(UnsupportedError) as e:
         compile_source(src, parse_options("--size N=8"))
     assert (e.value.line, e.value.col) == (1, col)
     assert repr(name) in str(e.value) and "rename it" in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["min", "mod", "exists"])
+def test_isl_keywords_may_not_name_sizes_or_iterators(name):
+    src = JACOBI.format(n=name, a="A", b="B")
+    with pytest.raises(UnsupportedError, match="keyword of the polyhedral library") as e:
+        compile_source(src, parse_options(f"--size T=2,{name}=8"))
+    assert (e.value.line, e.value.col) == (1, 21)
+    src = (f"void f(int N, double A[N]) {{\n  for (int {name} = 0; {name} < N; {name}++)\n"
+           f"    A[{name}] = 1.0;\n}}")
+    with pytest.raises(UnsupportedError, match="keyword of the polyhedral library") as e:
+        compile_source(src, parse_options("--size N=8"))
+    assert e.value.line == 2
+
+
+def test_isl_keywords_may_name_arrays_and_scalars():
+    src = ("void f(int N, double max, double min[N], double B[N]) {\n"
+           "  for (int i = 0; i < N; i++) {\n    double mod = min[i];\n"
+           "    B[i] = max * mod;\n  }\n}")
+    _run(src, "--size N=20,max=2")
 
 
 def test_reserved_local_and_iterator():

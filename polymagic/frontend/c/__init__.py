@@ -33,7 +33,7 @@ sides); :class:`Builder` puts the rules together.
 from __future__ import annotations
 
 from ...errors import SourceError
-from ...names import reserved_reason
+from ...names import isl_keyword_reason, reserved_reason
 from ...scop import Scop
 from .affine import Affine
 from .control import ControlFlow
@@ -76,6 +76,10 @@ def _build(source: str, pre) -> Scop:
         if why:
             b.err(why, decl)
     b.signature(fd)
+    for name in (*b.size_params, *sorted(b.names.loop_declared | b.names.loop_assigned)):
+        why = isl_keyword_reason(name)
+        if why:
+            b.err(why, b.names.declared.get(name))
     b.body(fd)
     return Scop(name=fd.decl.name, params=b.params, arrays=b.arrays, statements=b.statements,
                 schedule=b.schedule(), context=b.context, source=source,
