@@ -37,9 +37,10 @@ HEADER_MACROS = frozenset({
     "FP_NAN", "FP_INFINITE", "FP_ZERO", "FP_NORMAL", "FP_SUBNORMAL",
     "CHAR_BIT", "INT_MAX", "INT_MIN", "UINT_MAX", "LONG_MAX", "LONG_MIN", "ULONG_MAX",
     "LLONG_MAX", "LLONG_MIN", "SHRT_MAX", "SHRT_MIN", "SIZE_MAX", "INT32_MAX", "INT32_MIN",
-    "INT64_MAX", "INT64_MIN", "MAP_FAILED", "MAP_PRIVATE", "MAP_ANONYMOUS", "PROT_NONE", "PROT_READ", "PROT_WRITE"})
+    "INT64_MAX", "INT64_MIN", "MAP_FAILED", "MAP_PRIVATE", "MAP_ANONYMOUS", "PROT_NONE",
+    "PROT_READ", "PROT_WRITE"})
 
-#: words isl's parser takes as keywords: a size parameter, iterator or array so named
+#: words isl's parser takes as keywords: a size parameter or loop iterator so named
 #: makes the polyhedral model unreadable
 ISL_KEYWORDS = frozenset({"min", "max", "floor", "ceil", "mod", "exists", "and", "or", "not",
                           "implies", "true", "false", "infty", "NaN", "rat", "ceild", "floord"})
