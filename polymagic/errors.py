@@ -42,6 +42,11 @@ class UnsupportedError(SourceError):
     """A C construct outside the affine subset polymagic handles."""
 
 
+class BoundsError(SourceError):
+    """A reference of the user's code leaves its array at the run's sizes
+    (``A[i - 2]`` at ``i = 0``): refused before anything runs."""
+
+
 class OptionsError(PolymagicError):
     """An option value that makes no sense (tile size 0, unknown target, ...)."""
 

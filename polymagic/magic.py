@@ -101,7 +101,11 @@ class PolyMagics(Magics):
         except PolymagicError as e:
             if language(options) == "python" and not isinstance(e, OptionsError):
                 # seed 002 §2.3: what cannot be compiled runs as plain Python
-                print(f"note: {run_as_python(cell, options, self.shell.user_ns, e)}")
+                try:
+                    note = run_as_python(cell, options, self.shell.user_ns, e)
+                except PolymagicError as why:
+                    raise UsageError(str(why)) from None
+                print(f"note: {note}")
                 return None, options, None
             raise UsageError(str(e)) from None
         try:

@@ -320,14 +320,36 @@ class _Parser(argparse.ArgumentParser):
         raise OptionsError(f"{self.prog}: {message}")
 
 
-def _ints(text: str, what: str) -> tuple[int, ...]:
+#: the ranges of the numeric options (issue 18: every one is checked, with a one-line
+#: error naming the option and its range)
+MAX_TILE = 1 << 20                 # --tile, --time-tiling sizes: points per tile
+BLOCK_DIMS = (1024, 1024, 64)      # --block x,y,z: CUDA's per-dimension limits
+MAX_THREADS = 1024                 # threads per block
+MAX_SHARED_MEM = 16 * 1024 ** 2    # --shared-mem (above 227 KB it is capped, with a note)
+MAX_DEVICE_MEM = 1024 ** 4         # --device-mem: 1 TiB
+MAX_SEED = 2 ** 64 - 1             # --seed: the emulator's 64-bit generator state
+MAX_WINDOW = 1024                  # --localise LOOP:w
+MAX_CANDIDATES = 10_000            # --autotune-candidates
+MAX_BUDGET = 7 * 24 * 3600.0       # --autotune-budget, seconds
+
+
+def _ints(text: str, what: str, most: int = MAX_TILE) -> tuple[int, ...]:
+    """Comma-separated integers in [1, most] (``x`` separates too: 32x8)."""
     try:
         vals = tuple(int(v) for v in text.replace("x", ",").split(",") if v.strip())
     except ValueError:
-        raise OptionsError(f"{what} must be comma-separated positive integers, got {text!r}")
-    if not vals or any(v <= 0 for v in vals):
-        raise OptionsError(f"{what} must be comma-separated positive integers, got {text!r}")
+        raise OptionsError(f"{what} must be comma-separated integers from 1 to {most}, "
+                           f"got {text!r}") from None
+    if not vals or any(not 1 <= v <= most for v in vals):
+        raise OptionsError(f"{what} must be comma-separated integers from 1 to {most}, "
+                           f"got {text!r}")
     return vals
+
+
+def _in_range(what: str, value, lo, hi, unit: str = "") -> None:
+    """One-line OptionsError unless ``lo <= value <= hi`` (NaN fails too)."""
+    if not lo <= value <= hi:
+        raise OptionsError(f"{what} must lie between {lo}{unit} and {hi}{unit}, got {value}")
 
 
 def _number(text: str):
@@ -341,21 +363,38 @@ def _number(text: str):
 
 
 _UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1024 ** 2, "MB": 1024 ** 2,
-          "MIB": 1024 ** 2, "G": 1024 ** 3, "GB": 1024 ** 3, "GIB": 1024 ** 3}
+          "MIB": 1024 ** 2, "G": 1024 ** 3, "GB": 1024 ** 3, "GIB": 1024 ** 3,
+          "T": 1024 ** 4, "TB": 1024 ** 4, "TIB": 1024 ** 4}
 
 
-def parse_bytes(text: str, what: str) -> int:
-    """'48KB' -> 49152; plain numbers are bytes.  Must be positive."""
+def parse_bytes(text: str, what: str, most: int | None = None) -> int:
+    """'48KB' -> 49152; plain numbers are bytes.  A whole number of bytes from 1 to
+    ``most`` (``--shared-mem 0.5`` is half a byte: refused, not rounded to 0)."""
     t = text.strip().upper().replace(" ", "")
-    num = t.rstrip("KMGIB")
+    num = t.rstrip("KMGTIB")
     unit = t[len(num):]
     try:
         value = float(num)
     except ValueError:
         raise OptionsError(f"{what} takes a size such as 48KB or 512MB, got {text!r}") from None
-    if unit not in _UNITS or value <= 0:
+    if unit not in _UNITS or not value > 0 or value == float("inf"):
         raise OptionsError(f"{what} takes a positive size such as 48KB or 512MB, got {text!r}")
-    return int(value * _UNITS[unit])
+    nbytes = value * _UNITS[unit]
+    if nbytes != int(nbytes):
+        raise OptionsError(f"{what} {text}: {nbytes:g} is not a whole number of bytes "
+                           "(give a size such as 48KB or 512MB)")
+    if most is not None and not 1 <= nbytes <= most:
+        raise OptionsError(f"{what} must lie between 1 byte and {_size_text(most)}, "
+                           f"got {text!r}")
+    return int(nbytes)
+
+
+def _size_text(n: int) -> str:
+    """64 MB, 1 TB... for the ranges of the byte options."""
+    for unit, k in (("TB", 1024 ** 4), ("GB", 1024 ** 3), ("MB", 1024 ** 2), ("KB", 1024)):
+        if n >= k and n % k == 0:
+            return f"{n // k} {unit}"
+    return f"{n} bytes"
 
 
 def parse_sizes(items: list[str]) -> dict:
@@ -397,16 +436,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--show", action="append", default=[], metavar="WHAT",
                    help="extra views: " + ", ".join(SHOW))
     p.add_argument("--emu-order", default="shuffle", choices=("shuffle", "reverse", "forward"))
-    p.add_argument("--shared", default="auto", choices=("auto", "all", "none"),
+    p.add_argument("--shared", default=None, choices=("auto", "all", "none"),
                    help="shared-memory buffers: by reuse (auto), every partition (all), none")
-    p.add_argument("--no-shared", dest="shared", action="store_const", const="none")
+    p.add_argument("--no-shared", dest="no_shared", action="store_true",
+                   help="no shared-memory buffers (--shared none)")
     p.add_argument("--shared-mem", default="48KB", metavar="48KB",
                    help="shared memory per block (M_up)")
     p.add_argument("--no-registers", dest="registers", action="store_false")
-    p.add_argument("--vector", dest="vector", action="store_true", default=True,
+    p.add_argument("--vector", dest="vector", action="store_true", default=None,
                    help="16-byte float4/double2 copies between global and shared memory, "
                         "for buffers whose copied rows are whole 16-byte chunks (default)")
-    p.add_argument("--no-vector", dest="vector", action="store_false",
+    p.add_argument("--no-vector", dest="no_vector", action="store_true",
                    help="element copies only")
     p.add_argument("--delta", type=float, default=0.3,
                    help="constant-reuse threshold (seed 000 Algorithm 1)")
@@ -419,8 +459,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--time-tiling", metavar="T[,S1,...]", default=None,
                    help="time-skewed tiles of the stencil's time band (T time steps, S spatial "
                         "points, default 32), one launch per wavefront (off by default)")
-    p.add_argument("--no-time-tiling", dest="time_tiling", action="store_const", const=None)
-    p.add_argument("--reorg", default="auto", choices=("auto", "move", "modulo"),
+    p.add_argument("--no-time-tiling", dest="no_time_tiling", action="store_true",
+                   help="no time-skewed tiles (the default)")
+    p.add_argument("--reorg", default=None, choices=("auto", "move", "modulo"),
                    help="localised data between steps: in-situ moves or modulo addressing")
     p.add_argument("--device-mem", metavar="512MB", help="device memory the kernels may use")
     p.add_argument("--python", action="store_true", help="the cell holds a Python function")
@@ -442,7 +483,28 @@ def make_parser(prog: str = "%%polycuda") -> argparse.ArgumentParser:
     return p
 
 
+def _conflicts(ns: argparse.Namespace) -> None:
+    """Contradictory options, named both (argparse would let the last one win)."""
+    pairs = [(ns.localise is not None and ns.no_localise, f"--localise {ns.localise}",
+              "--no-localise"),
+             (ns.reorg not in (None, "auto") and ns.no_localise, f"--reorg {ns.reorg}",
+              "--no-localise (--reorg changes localised buffers only)"),
+             (ns.vector and ns.no_vector, "--vector", "--no-vector"),
+             (ns.shared not in (None, "none") and ns.no_shared, f"--shared {ns.shared}",
+              "--no-shared"),
+             (ns.time_tiling is not None and ns.no_time_tiling,
+              f"--time-tiling {ns.time_tiling}", "--no-time-tiling"),
+             (ns.json and ns.explore, "--json", "--explore")]
+    for clash, a, b in pairs:
+        if clash:
+            raise OptionsError(f"contradictory options: {a} and {b}; give one of them")
+
+
 def options_from_namespace(ns: argparse.Namespace) -> Options:
+    _conflicts(ns)
+    shared = "none" if ns.no_shared else ns.shared or "auto"
+    vector = not ns.no_vector
+    _in_range("--seed", ns.seed, 0, MAX_SEED)
     show: list[str] = []
     for s in ns.show:
         for w in s.split(","):
@@ -451,10 +513,14 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
                 raise OptionsError(f"--show: unknown view {w!r} (choose from {', '.join(SHOW)})")
             if w:
                 show.append(w)
-    block = _ints(ns.block, "--block") if ns.block else None
+    block = _ints(ns.block, "--block", MAX_THREADS) if ns.block else None
     if block is not None:
         if len(block) > 3:
             raise OptionsError("--block takes at most three sizes (x,y,z)")
+        for b, most, axis in zip(block, BLOCK_DIMS, "xyz"):
+            if b > most:
+                raise OptionsError(f"--block {ns.block}: {b} threads along {axis}, at most "
+                                   f"{most} (CUDA's limits are {','.join(map(str, BLOCK_DIMS))})")
         prod = 1
         for b in block:
             prod *= b
@@ -466,21 +532,21 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
     per_thread_tile(levels, block)
     if not 0 <= ns.delta <= 1:
         raise OptionsError(f"--delta must lie in [0, 1], got {ns.delta}")
-    if ns.autotune_candidates < 1:
-        raise OptionsError(f"--autotune-candidates must be at least 1, got "
-                           f"{ns.autotune_candidates}")
-    if not ns.autotune_budget > 0:
-        raise OptionsError(f"--autotune-budget must be a positive number of seconds, got "
-                           f"{ns.autotune_budget}")
+    _in_range("--autotune-candidates", ns.autotune_candidates, 1, MAX_CANDIDATES)
+    if not 0 < ns.autotune_budget <= MAX_BUDGET:
+        raise OptionsError(f"--autotune-budget must be a positive number of seconds, at most "
+                           f"{MAX_BUDGET:g}, got {ns.autotune_budget}")
     return Options(localise=None if ns.no_localise else _localise(ns.localise),
-                   localise_auto=not ns.no_localise, reorg=ns.reorg,
+                   localise_auto=not ns.no_localise, reorg=ns.reorg or "auto",
                    time_tiling=_ints(ns.time_tiling, "--time-tiling") if ns.time_tiling else (),
                    sizes=parse_sizes(ns.size), inputs=ns.inputs, seed=ns.seed,
                    target=ns.target, tile=levels[0] if levels else None, tile_levels=levels,
                    tile_auto=tile_auto,
-                   shared=ns.shared, shared_mem=parse_bytes(ns.shared_mem, "--shared-mem"),
-                   registers=ns.registers, vector=ns.vector, delta=ns.delta,
-                   device_mem=parse_bytes(ns.device_mem, "--device-mem") if ns.device_mem else None,
+                   shared=shared,
+                   shared_mem=parse_bytes(ns.shared_mem, "--shared-mem", MAX_SHARED_MEM),
+                   registers=ns.registers, vector=vector, delta=ns.delta,
+                   device_mem=parse_bytes(ns.device_mem, "--device-mem", MAX_DEVICE_MEM)
+                   if ns.device_mem else None,
                    python=ns.python, explore=ns.explore, autotune=ns.autotune,
                    autotune_candidates=ns.autotune_candidates,
                    autotune_budget=ns.autotune_budget,
@@ -535,8 +601,9 @@ def _localise(text: str | None) -> tuple[str, int] | None:
         window = int(w) if w else 1
     except ValueError:
         window = 0
-    if window < 1:
-        raise OptionsError(f"--localise {text}: the window must be a positive integer")
+    if not 1 <= window <= MAX_WINDOW:
+        raise OptionsError(f"--localise {text}: the window must be an integer from 1 to "
+                           f"{MAX_WINDOW}")
     return loop.strip(), window
 
 

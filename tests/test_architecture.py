@@ -26,7 +26,7 @@ PKG = ROOT / "polymagic"
 #: the layers, first to last; a module's layer is that of its longest matching prefix
 LAYERS: list[tuple[str, ...]] = [
     ("polymagic.errors", "polymagic.expr", "polymagic.dtypes", "polymagic.version",
-     "polymagic.notes"),
+     "polymagic.notes", "polymagic.names"),
     ("polymagic.isl_util", "polymagic.scop", "polymagic.kir"),
     ("polymagic.options",),
     ("polymagic.frontend",),

@@ -1,6 +1,8 @@
-"""The bad-input corpus (tests/corpus/*.c): every mistake gets a clear error.
+"""The bad-input corpus (tests/corpus/*.c, *.pycell): every mistake gets a clear error.
 
-Each corpus file is a cell's C source behind a header of ``//`` lines::
+Each corpus file is a cell's C source (``.pycell``: a Python function, compiled
+with the Python front end, the magic gets ``--python``; not ``.py``, since some are
+deliberately not valid Python) behind a header of ``//`` lines (``#`` in Python)::
 
     // expect: 5:14 non-affine        line:column of the problem (or "-"), key word;
                                       or "ok": the run must succeed and check
@@ -55,6 +57,7 @@ class Entry:
     xfail: str = ""
     ok: bool = False
     inputs: dict | str | None = None
+    language: str = "c"
 
 
 def parse_entry(path: Path) -> Entry:
@@ -62,7 +65,7 @@ def parse_entry(path: Path) -> Entry:
     source = path.read_text()
     head = {}
     for line in source.splitlines():
-        m = re.match(r"//\s*(\w+):\s*(.*)$", line)
+        m = re.match(r"(?://|#)\s*(\w+):\s*(.*)$", line)
         if not m:
             break
         head[m.group(1)] = m.group(2).strip()
@@ -73,11 +76,12 @@ def parse_entry(path: Path) -> Entry:
     return Entry(path.stem, source, line, col, keyword.strip(), head.get("options", ""),
                  json.loads(head.get("namespace", "{}")), head.get("via", "api"),
                  head.get("xfail", ""), where == "ok",
-                 json.loads(head["inputs"]) if "inputs" in head else None)
+                 json.loads(head["inputs"]) if "inputs" in head else None,
+                 "python" if path.suffix == ".pycell" else "c")
 
 
 def entries() -> list[Entry]:
-    return [parse_entry(p) for p in sorted(CORPUS.glob("*.c"))]
+    return [parse_entry(p) for p in sorted([*CORPUS.glob("*.c"), *CORPUS.glob("*.pycell")])]
 
 
 # ---- building the namespace -----------------------------------------------------
@@ -151,7 +155,7 @@ def via_api(e: Entry, ns: dict):
     from polymagic.compiler import compile_source
     from polymagic.runtime.run import run
     opts = parse_options(write_inputs(e))
-    return run(compile_source(e.source, opts), opts, namespace=ns)
+    return run(compile_source(e.source, opts, language=e.language), opts, namespace=ns)
 
 
 def via_callable(e: Entry, ns: dict):
@@ -160,7 +164,7 @@ def via_callable(e: Entry, ns: dict):
     from polymagic.compiler import compile_source
     from polymagic.api.function import make_callable
     opts = parse_options(write_inputs(e))
-    fn = make_callable(compile_source(e.source, opts), opts)
+    fn = make_callable(compile_source(e.source, opts, language=e.language), opts)
     return fn(**ns, **({"check": True} if e.ok else {}))
 
 
@@ -170,7 +174,10 @@ def via_magic(e: Entry, ns: dict):
     shell.run_line_magic("load_ext", "polymagic")
     shell.user_ns.update(ns)
     try:
-        return shell.run_cell_magic("polycuda", write_inputs(e), e.source)
+        line = write_inputs(e)
+        if e.language == "python" and "--python" not in line:
+            line += " --python"
+        return shell.run_cell_magic("polycuda", line, e.source)
     finally:
         for name in ns:
             shell.user_ns.pop(name, None)
@@ -225,7 +232,7 @@ def results() -> dict:
 
 
 def test_corpus_is_large_enough():
-    assert len(ENTRIES) >= 100
+    assert len(ENTRIES) >= 250
     assert sum(e.line is not None for e in ENTRIES) >= 50
     assert {e.via for e in ENTRIES} == {"api", "magic", "callable"}
 

@@ -421,9 +421,10 @@ def test_out_of_bounds_in_one_dimension_only():
     body = [comp(A_("T", V("pm_tx")), "=", A_("G", V("pm_tx"), N))]
     k = kir.Kernel("k", body, (4, 1, 1), ["G", "T"], [], ["N"])
     prog = kir.Program("k", arrays, ["N"], {}, [kir.Launch("k", (I(1), I(1), I(1)))], {"k": k})
-    with pytest.raises(EmulatorError, match=r"out-of-bounds read of global array G: index G\[\d\]\[8\]"):
+    with pytest.raises(EmulatorError, match=r"out-of-bounds read of global array G: index G\[\d\]\[8\]") as e:
         build(prog).run({"G": np.zeros((8, 8), np.float32), "T": np.zeros(8, np.float32)},
                         {"N": 8})
+    assert "outside the shape G[8][8] (64 elements)" in str(e.value)   # the shape's count
 
 
 def test_too_many_barrier_phases_fail_loudly():

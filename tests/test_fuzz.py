@@ -2,8 +2,9 @@
 
 * A seeded campaign of :data:`CI_CASES` random (program, options) cases, run on
   all cores with per-case timeouts, must show no failure other than the known,
-  already-reported ones (tests/fuzz/known.py).  It takes about 1–2 minutes on a
-  2-core machine and stops starting programs after :data:`CI_BUDGET_S`.
+  already-reported ones (tests/fuzz/known.py).  It takes about 1–2 minutes on an
+  idle 2-core machine; it has no wall-clock budget (a loaded machine makes it
+  slower, not failing), each case is capped in CPU time.
 * A planted mapping bug — every band member treated as parallel — must be caught
   within 200 cases, which shows the campaign has teeth.
 """
@@ -20,7 +21,6 @@ from polymagic.mapping import single
 
 CI_CASES = 300
 CI_SEED = 20240
-CI_BUDGET_S = 480
 CI_TIMEOUT_S = 60
 WORKERS = max(2, min(4, os.cpu_count() or 2))
 
@@ -40,10 +40,12 @@ def _describe(failures: list[runner.Failure], pool_workers: int) -> str:
 
 
 def test_seeded_campaign_has_no_new_failures():
-    res = runner.campaign(CI_CASES, seed=CI_SEED, workers=WORKERS, time_budget=CI_BUDGET_S,
+    # no wall-clock budget: on a loaded machine the campaign takes longer, it does not
+    # fail (each case is capped in CPU time by the pool, issue 18)
+    res = runner.campaign(CI_CASES, seed=CI_SEED, workers=WORKERS, time_budget=None,
                           timeout=CI_TIMEOUT_S)
     print(res.summary_line(), res.kinds)
-    assert res.cases >= CI_CASES, f"only {res.cases} cases ran within {CI_BUDGET_S} s"
+    assert res.cases >= CI_CASES, f"only {res.cases} cases ran"
     fresh = res.new_failures
     assert not fresh, _describe(fresh, WORKERS)
 

@@ -208,11 +208,12 @@ def test_localise_options():
     from polymagic.options import parse_options
     assert parse_options("--localise t:2").localise == ("t", 2)
     assert parse_options("--localise k").localise == ("k", 1)
-    assert parse_options("--localise k --no-localise").localise is None
+    assert parse_options("--no-localise").localise is None
     assert parse_options("").localise_auto and not parse_options("--no-localise").localise_auto
     assert parse_options("--no-localise").compile != parse_options("").compile
     assert parse_options("--localise k").compile != parse_options("").compile
-    for bad in ("--localise 3", "--localise t:0", "--localise t:x"):
+    for bad in ("--localise 3", "--localise t:0", "--localise t:x",
+                "--localise k --no-localise"):    # contradictory (issue 18)
         with pytest.raises(OptionsError):
             parse_options(bad)
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
+from cpu_clock import cpu_seconds     # caps in CPU time: a loaded machine slows the wall clock
 from polymagic.errors import DeviceError, InputError, SourceError, UserCodeError
 from polymagic.frontend.c import parse_c
 from polymagic.options import parse_options
@@ -135,10 +135,10 @@ HEAD = "void f(int N, double A[N]) {\n  for (int i = 0; i < N; i++)\n"
     ("    A[i] = 1.0; /* " + "x" * 300000 + " */", None, "resource limit"),
 ])
 def test_resource_limits_are_refused_fast_with_a_location(body, where, what):
-    t0 = time.perf_counter()
+    t0 = cpu_seconds()
     with pytest.raises(SourceError) as e:
         parse_c(HEAD + body + "\n}\n")
-    assert time.perf_counter() - t0 < 2.0
+    assert cpu_seconds() - t0 < 2.0
     assert what in str(e.value)
     if where is not None:
         assert (e.value.line, e.value.col) == where
@@ -156,10 +156,10 @@ def test_sources_within_the_limits_parse():
 ])
 def test_int_iterator_overflowing_its_type_is_refused_before_running(src, sizes):
     o = parse_options(f"--size {sizes} --target openmp --no-check")
-    t0 = time.perf_counter()
+    t0 = cpu_seconds()
     with pytest.raises(InputError, match="overflow"):
         run(compile_source(src, o), o)
-    assert time.perf_counter() - t0 < 60
+    assert cpu_seconds() - t0 < 60
 
 
 def test_long_iterator_may_go_past_int_max():

@@ -184,11 +184,12 @@ def test_time_tiling_refused_with_a_note_keeps_the_host_loop():
 
 def test_time_tiling_options():
     assert parse_options("--time-tiling 4,16").time_tiling == (4, 16)
-    assert parse_options("--time-tiling 4 --no-time-tiling").time_tiling == ()
+    assert parse_options("--no-time-tiling").time_tiling == ()
     assert parse_options("").time_tiling == ()
     assert parse_options("--time-tiling 4").compile != parse_options("").compile
     from polymagic.errors import OptionsError
-    for bad in ("--time-tiling 0", "--time-tiling x"):
+    for bad in ("--time-tiling 0", "--time-tiling x",
+                "--time-tiling 4 --no-time-tiling"):    # contradictory (issue 18)
         with pytest.raises(OptionsError):
             parse_options(bad)
 

@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..errors import PolymagicError, UnsupportedError
+from ..errors import PolymagicError, UnsupportedError, UserCodeError
 from ..frontend.python import array_of_extent, infer_type, keyed_source
 from ..options import Options, parse_options
 from ..compiler import Compiled, compile_source, specialise_layout
@@ -136,21 +136,59 @@ def gpu(fn: Callable | None = None, *, options: str = "", check: bool = False,
 def run_as_python(cell: str, options: Options, namespace: dict, error: Exception) -> str:
     """A ``%%polycuda --python`` cell that could not be compiled: define its function
     in ``namespace`` and run it as plain Python on the namespace's arguments (and
-    ``--size`` values) when they are all there.  Returns the note to show."""
-    tree = ast.parse(textwrap.dedent(cell))
+    ``--size`` values) when they are all there.  Returns the note to show.
+
+    A cell that is not valid Python raises ``error`` again (its message already
+    locates the problem); an exception from running the plain-Python function
+    becomes a :class:`UserCodeError` naming it and its line, one paragraph, and the
+    arrays stay untouched (the function runs on copies, written back when it
+    returns)."""
+    source = textwrap.dedent(cell)
+    try:
+        tree = ast.parse(source)
+        code = compile(source, "<polycuda cell>", "exec")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        raise error from None
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef)), None)
-    exec(compile(textwrap.dedent(cell), "<polycuda cell>", "exec"), namespace)
+    head = f"could not compile the cell ({error})" if fn is None else \
+        f"could not compile {fn.name}: {error}"
+    try:
+        exec(code, namespace)
+    except Exception as e:      # noqa: BLE001 — the user's module-level code
+        raise UserCodeError(f"{head}\nRunning the cell as plain Python raised "
+                            f"{_python_fault(e)}") from None
     if fn is None:
-        return f"could not compile the cell ({error})"
+        return head
     names = [a.arg for a in fn.args.args]
     values = {**{k: v for k, v in namespace.items() if k in names}, **options.sizes}
     missing = [n for n in names if n not in values]
-    head = f"could not compile {fn.name}: {error}"
     if missing:
-        return (f"{head}. {fn.name} is defined as plain Python; it did not run "
+        return (f"{head}\n{fn.name} is defined as plain Python; it did not run "
                 f"({', '.join(missing)} not in the notebook).")
-    namespace[fn.name](**{n: values[n] for n in names})
-    return f"{head}. Ran {fn.name} as plain Python on the notebook's variables."
+    args = {n: (values[n].copy() if isinstance(values[n], np.ndarray) else values[n])
+            for n in names}
+    try:
+        namespace[fn.name](**args)
+    except Exception as e:      # noqa: BLE001 — the user's function, run as Python
+        raise UserCodeError(f"{head}\nRunning {fn.name} as plain Python raised "
+                            f"{_python_fault(e)}; the arrays are unchanged") from None
+    for n in names:
+        if isinstance(values[n], np.ndarray) and values[n].flags.writeable:
+            np.copyto(values[n], args[n])
+    return f"{head}\nRan {fn.name} as plain Python on the notebook's variables."
+
+
+def _python_fault(e: BaseException) -> str:
+    """``IndexError: ... (line 3 of the cell)``: the exception and the innermost
+    line of the cell it came from."""
+    line = None
+    tb = e.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<polycuda cell>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    where = f" (line {line} of the cell)" if line is not None else ""
+    return f"{type(e).__name__}: {e}{where}"
 
 
 __all__ = ["GpuFunction", "gpu", "run_as_python"]

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..errors import SourceError, UnsupportedError
+from ..names import reserved_reason
 from ..scop import Scop
 
 #: Python/NumPy type names -> C types
@@ -115,6 +116,10 @@ def parse_type(name: str, text: str) -> _Param:
         if ctype is None:
             raise _Unsupported(f"parameter {name}: unknown element type {elem!r} in "
                                f"{text!r} (use float, double, int or long)")
+        if not re.fullmatch(r"(\[[^\[\]]*\])+", "[" + rest):
+            raise _Unsupported(f"parameter {name}: malformed array annotation {text!r}: "
+                               "write the element type, then each extent in brackets, "
+                               "e.g. 'double[N][M]' or 'float32[N, M]'")
         dims = re.findall(r"\[([^\]]*)\]", "[" + rest)
         if len(dims) == 1 and "," in dims[0]:
             dims = dims[0].split(",")
@@ -244,7 +249,10 @@ class _Translator:
                 raise _Unsupported(f"parameter {arg.arg} has no type: annotate it, e.g. "
                                    f"{arg.arg}: int, {arg.arg}: float or "
                                    f"{arg.arg}: \"double[N][M]\"", arg)
-            self.params[arg.arg] = parse_type(arg.arg, text)
+            try:
+                self.params[arg.arg] = parse_type(arg.arg, text)
+            except _Unsupported as e:
+                raise _Unsupported(str(e), e.node or arg.annotation or arg) from None
         for p in self.params.values():
             for e in p.extents:
                 for n in ast.walk(ast.parse(e, mode="eval")):
@@ -273,8 +281,11 @@ class _Translator:
         return self.expr(ast.parse(e, mode="eval").body)[0]
 
     def check_name(self, name: str, node: ast.AST) -> None:
-        if name in _C_KEYWORDS or name.startswith("pm_"):
+        if name in _C_KEYWORDS:
             raise _Unsupported(f"the name {name!r} is reserved in the generated C", node)
+        why = reserved_reason(name)
+        if why:
+            raise _Unsupported(why, node)
 
     # -- statements --
 
@@ -680,15 +691,25 @@ def translate(source: str, overrides: Mapping[str, str] | None = None,
     try:
         tree = ast.parse(source)
     except SyntaxError as e:
-        raise SourceError(f"line {e.lineno}: {e.msg}") from None
+        raise SourceError(f"syntax error: {e.msg}", e.lineno or 1, e.offset or 1,
+                          source) from None
+    except (ValueError, RecursionError, MemoryError) as e:   # NUL bytes, deep nesting
+        raise SourceError(f"the cell cannot be parsed as Python: {e or type(e).__name__}",
+                          1, 1, source) from None
+    fn = None
     try:
         fn = _find_function(tree, name)
         t = _Translator(source, fn, overrides or {})
         t.signature()
         t.body()
     except _Unsupported as e:
-        line = getattr(e.node, "lineno", None)
-        raise UnsupportedError(f"line {line}: {e}" if line else str(e)) from None
+        node = e.node if getattr(e.node, "lineno", None) else fn
+        line, col = (node.lineno, node.col_offset + 1) if node is not None else (1, 1)
+        raise UnsupportedError(str(e), line, col, source) from None
+    except RecursionError:
+        raise UnsupportedError("the function is nested too deeply to translate (resource "
+                               "limit: nesting depth); simplify its expressions or blocks",
+                               fn.lineno, fn.col_offset + 1, source) from None
     params = [t.params[a.arg] for a in fn.args.args]
     hidden = [_Param(h, "size", "int") for h in t.hidden]
     return Translation(fn.name, source, t.c_text(), hidden + params, t.texts)
@@ -700,7 +721,10 @@ def parse_python(source: str, overrides: Mapping[str, str] | None = None,
     kept as ``scop.c_source``: what the CPU reference compiles)."""
     from .c import parse_c
     tr = translate(source, overrides, name)
-    scop = parse_c(tr.c_source)
+    try:
+        scop = parse_c(tr.c_source)
+    except SourceError as e:
+        raise _in_python(e, tr.python) from None
     for st in scop.statements:
         if st.line in tr.texts and tr.texts[st.line]:
             st.text = " ".join(tr.texts[st.line].split())
@@ -708,6 +732,19 @@ def parse_python(source: str, overrides: Mapping[str, str] | None = None,
     scop.language = "python"
     scop.c_source = tr.c_source
     return scop
+
+
+def _in_python(e: SourceError, python: str) -> SourceError:
+    """An error the C front end found in the translation, located in the Python: the
+    translation keeps the lines but not the columns, so it points at the start of
+    the Python statement on that line (and quotes the Python, not the C)."""
+    lines = python.splitlines()
+    line = e.line if e.line is not None and 1 <= e.line <= len(lines) else None
+    if line is None:
+        return type(e)(e.reason, 1, 1, python)
+    text = lines[line - 1]
+    col = len(text) - len(text.lstrip()) + 1
+    return type(e)(e.reason, line, col, python)
 
 
 # ---- annotations inferred at a call --------------------------------------------------

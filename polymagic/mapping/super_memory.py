@@ -8,6 +8,7 @@ from typing import Protocol
 import islpy as isl
 
 from ..memory.localcode import LocalPlan
+from ..names import buffer_stem
 from ..memory.plan import BufferPlan, CopyNamer, KernelMemory, drop_register_buffers, \
     graft_copies, is_decision_about, memory_note
 from ..notes import Note
@@ -88,7 +89,7 @@ class SuperMemory:
         try:
             with self._budget():
                 bufs, lines, self.deferred = level_buffers(
-                    scop, prefix, options, self.kname, f"sh{self.kid}", "block",
+                    scop, prefix, options, self.kname, buffer_stem(scop, f"sh{self.kid}"), "block",
                     self._arrays(prefix.domain()), self.host, True)
         except isl.Error:
             return self.refuse(f"planning them took more than {PLAN_OPERATIONS} isl "
@@ -120,7 +121,8 @@ class SuperMemory:
                     pre.domain())
                 prefix = pre.flat_range_product(tiles)
                 bufs, lines, _ = level_buffers(scop, prefix, options, self.kname,
-                                               f"sh{self.kid}t{self.n_groups}", "thread tile",
+                                               buffer_stem(scop, f"sh{self.kid}t{self.n_groups}"),
+                                               "thread tile",
                                                arrays, self._fixed(pre), False)
                 lines = [replace(ln, text=f"{ln.text} in {group}") for ln in lines]
         except isl.Error:

@@ -33,6 +33,7 @@ import islpy as isl
 
 from .. import kir
 from ..expr import Binary, Expr, Int, Var
+from ..names import buffer_stem
 from ..notes import Note
 from ..options import CompileOptions
 from ..scop import Scop, buffer_bytes
@@ -257,7 +258,7 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel:
                 "not localised (its placement has too many "
                 "pieces to print)"))
             continue
-        name = f"lc{kid}_{a}"
+        name = f"{buffer_stem(scop, f'lc{kid}')}_{a}"
         ext = tuple(([rows] if rows > 1 else []) + exts)
         lb = LocalBuffer(name, a, scop.arrays[a].ctype, ext, loc, prefix, index, rows, block,
                          refs, moves=2 if reorg == "move" else 0)

@@ -28,6 +28,7 @@ import islpy as isl
 from .. import kir
 from ..notes import Note
 from ..options import CompileOptions
+from ..names import buffer_stem
 from ..scop import Scop
 from .registers import RegisterPlan
 from .scratchpad import (Box, DataSpace, Partition, bounding_box, copy_in_hull, data_spaces,
@@ -288,7 +289,7 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
             cands = _candidates(scop, spaces_at(pre_inner, array), options)
         kid = kernel.rsplit("kernel", 1)[-1]          # kernel names: pm_kernel<k>
         bufs, reasons = array_buffers(scop, options, array, cands, prefix, level, written,
-                                      f"sh{kid}", flows)
+                                      buffer_stem(scop, f"sh{kid}"), flows)
         chosen += bufs
         mem.decisions.append(memory_note(kernel, array, "; ".join(reasons)))
     if options.shared_mem > MAX_SHARED:

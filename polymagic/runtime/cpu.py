@@ -73,8 +73,16 @@ def reference_source(source: str, scop: Scop | None = None) -> str:
         return text
     params = [("void *" if p.kind == "array" else _c_type(p), f"pm_a{k}")
               for k, p in enumerate(scop.params)]
-    return (text + "#line 1 \"polymagic-guard.c\"\n" + guard.GUARD_C
-            + guard.wrapper_c(scop.name, params))
+    # the user's function under a name of the generated namespace: a function named
+    # like a C library one (free, abort, exp, signal) would clash with its header's
+    # declaration or interpose it in the library, the guard's calls included
+    # (issue 18: a function named abort killed the process)
+    rename = f"#define {scop.name} pm_user_{scop.name}\n"
+    head, line_mark = PRELUDE.rsplit("#line 1", 1)
+    return (head + rename + "#line 1" + line_mark + source
+            + ("" if source.endswith("\n") else "\n")
+            + f"#undef {scop.name}\n#line 1 \"polymagic-guard.c\"\n" + guard.GUARD_C
+            + rename + guard.wrapper_c(scop.name, params) + f"#undef {scop.name}\n")
 
 
 def _c_type(p: Param) -> str:

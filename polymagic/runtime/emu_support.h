@@ -372,11 +372,14 @@ static __attribute__((noreturn)) void pm_oob(const char *space, const char *name
                                              long long lin, int nd, const long long *idx,
                                              const long long *ext, long long span) {
   char b1[64], t1[64], ix[256], sh[256];
+  long long nelem = 1;          /* the shape's element count (span: what a strided view spans) */
+  for (int d = 0; d < nd; d++) nelem *= ext[d];
+  (void)span;
   pm_index_str(ix, sizeof ix, nd, idx);
   pm_index_str(sh, sizeof sh, nd, ext);
   pm_fail("out-of-bounds %s of %s %s: index %s%s (element %lld) outside the shape %s%s "
           "(%lld elements), by block %s thread %s (launch %lld, barrier phase %lld of the block)",
-          pm_mode_word[mode], space, name, name, ix, lin, name, sh, span,
+          pm_mode_word[mode], space, name, name, ix, lin, name, sh, nelem,
           pm_block_str(b1, pm_S.block_lin), pm_thread_str(t1, pm_S.cur ? pm_S.cur->lin : -1),
           pm_G.launch_no, pm_S.phase_no);
 }

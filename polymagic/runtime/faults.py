@@ -92,7 +92,7 @@ def check_iterators(scop: Scop, sizes: Mapping[str, int]) -> None:
                 raise InputError(
                     f"the {ctype} loop iterator '{it}' of {s.name} (line {s.line}) reaches "
                     f"{top if top >= hi else bottom} at "
-                    + ", ".join(f"{k2}={v}" for k2, v in env.items())
+                    + (", ".join(f"{k2}={v}" for k2, v in env.items()) or "its constant sizes")
                     + f", beyond what {ctype} holds ({lo}..{hi}): the C loop would "
                     "overflow; choose smaller sizes or a wider iterator type (long)")
 

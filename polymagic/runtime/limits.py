@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import InputError
 from ..dtypes import DTYPES
 from ..scop import Scop
-from . import faults
+from . import bounds, faults
 
 #: statement instances the emulator may run (≈ a minute on one core with its checks)
 EMULATOR_INSTANCES = int(float(os.environ.get("POLYMAGIC_MAX_EMULATOR_INSTANCES", 3e8)))
@@ -33,7 +33,9 @@ def available_bytes() -> int:
 
 
 def _at(sizes: Mapping[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sizes.items())
+    """``N=64, M=32`` (what follows "at"); a function without size parameters runs
+    at its constant sizes (issue 18: an empty list was printed)."""
+    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "its constant sizes"
 
 
 def check_memory(scop: Scop, shapes: Mapping[str, tuple[int, ...]],
@@ -74,6 +76,7 @@ def check_work(scop: Scop, sizes: Mapping[str, int], target: str, check: bool) -
     """Refuse emulator runs and CPU checks that would take far too long, and runs
     that would fault or overflow at these sizes (:mod:`polymagic.runtime.faults`)."""
     faults.check(scop, sizes)
+    bounds.check_bounds(scop, sizes)
     n = instances(scop, sizes)
     if target in ("emulator",) and n > EMULATOR_INSTANCES:
         raise InputError(

@@ -298,7 +298,7 @@ def check_context(scop: Scop, sizes: Mapping[str, int]) -> None:
     except Exception:   # a context we cannot evaluate: leave it to the shape checks
         return
     if empty:
-        vals = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        vals = _sizes_text(sizes)
         raise InputError(f"{vals} violates what {scop.name} assumes about its sizes: "
                          f"{scop.context}")
 
@@ -310,8 +310,7 @@ def _shapes(scop: Scop, sizes: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
     for p in scop.array_params:
         shape = tuple(int(evaluate(e, env)) for e in scop.arrays[p.name].shape)
         if any(d < 1 for d in shape):
-            vals = ", ".join(f"{k}={v}" for k, v in sizes.items())
-            raise InputError(f"{p.name} would have shape {shape} with {vals}; "
+            raise InputError(f"{p.name} would have shape {shape} {_with(sizes)}; "
                              f"every extent must be at least 1")
         out[p.name] = shape
     return out
@@ -320,9 +319,18 @@ def _shapes(scop: Scop, sizes: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
 def _check_shape(name: str, a: np.ndarray, expected: tuple[int, ...],
                  sizes: Mapping[str, int]) -> None:
     if tuple(a.shape) != expected:
-        vals = ", ".join(f"{k}={v}" for k, v in sizes.items())
         raise InputError(f"{name}: shape {tuple(a.shape)} does not match the declaration, "
-                         f"which gives {expected} with {vals}")
+                         f"which gives {expected} {_with(sizes)}")
+
+
+def _sizes_text(sizes: Mapping[str, int]) -> str:
+    """``N=8, M=4``, or "its constant sizes" (issue 18: an empty list was printed)."""
+    return ", ".join(f"{k}={v}" for k, v in sizes.items()) or "its constant sizes"
+
+
+def _with(sizes: Mapping[str, int]) -> str:
+    """``with N=8, M=4``, or ``at its constant sizes``."""
+    return f"with {_sizes_text(sizes)}" if sizes else "at its constant sizes"
 
 
 def _check_writeable(scop: Scop, user: Mapping[str, np.ndarray]) -> None:

@@ -36,6 +36,7 @@ sides); :class:`Builder` puts the rules together.
 from __future__ import annotations
 
 from ...errors import SourceError
+from ...names import isl_keyword_reason, reserved_reason
 from ...scop import Scop
 from .affine import Affine
 from .control import ControlFlow
@@ -81,7 +82,15 @@ def _build(source: str, pre) -> Scop:
     b = Builder(source, pre)
     fd = b.function(ast)
     b.names.visit(fd)
+    for name, decl in b.names.declared.items():     # hygiene: polymagic.names
+        why = reserved_reason(name)
+        if why:
+            b.err(why, decl)
     b.signature(fd)
+    for name in (*b.size_params, *sorted(b.names.loop_declared | b.names.loop_assigned)):
+        why = isl_keyword_reason(name)
+        if why:
+            b.err(why, b.names.declared.get(name))
     b.body(fd)
     b.pointer_extents()
     return Scop(name=fd.decl.name, params=b.params, arrays=b.arrays, statements=b.statements,

@@ -79,6 +79,7 @@ class Names(c_ast.NodeVisitor):
         self.ids: set[str] = set()
         self.loop_assigned: set[str] = set()
         self.loop_declared: set[str] = set()
+        self.declared: dict[str, c_ast.Decl] = {}    # first declaration of each name
 
     def visit_ID(self, n):
         self.ids.add(n.name)
@@ -86,6 +87,7 @@ class Names(c_ast.NodeVisitor):
     def visit_Decl(self, n):
         if n.name:
             self.ids.add(n.name)
+            self.declared.setdefault(n.name, n)
         self.generic_visit(n)
 
     def visit_For(self, n):

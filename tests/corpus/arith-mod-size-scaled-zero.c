@@ -1,0 +1,6 @@
+// expect: - division by zero
+// options: --size N=8,M=0
+void f(int N, int M, int A[N], int B[N]) {
+  for (int i = 0; i < N; i++)
+    B[i] = A[i] % (2 * M);
+}

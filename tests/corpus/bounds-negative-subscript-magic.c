@@ -1,0 +1,8 @@
+// expect: 7:19 A[i - 2]
+// options: --size N=16
+// via: magic
+// namespace: {"A": ["float64", [16]], "B": ["float64", [16]]}
+void f(int N, double A[N], double B[N]) {
+  for (int i = 0; i < N; i++)
+    B[i] = A[i] + A[i - 2];
+}

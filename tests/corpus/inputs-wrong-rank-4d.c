@@ -1,0 +1,8 @@
+// expect: - 4-d
+// options: --size N=8 --inputs {inputs}
+// inputs: {"A": ["float64", [2, 2, 4, 8]]}
+void f(int N, double A[N][N], double B[N][N]) {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < N; j++)
+      B[i][j] = 0.5 * A[i][j];
+}
