@@ -26,6 +26,7 @@ stencil and 0.07 s on the seven pieces (issue 22).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import islpy as isl
 
@@ -44,9 +45,10 @@ class Dependences:
     #: what the analysis had to approximate, for the report
     notes: list[Note] = field(default_factory=list)
 
-    @property
+    @cached_property
     def validity(self) -> isl.UnionMap:
-        """Every dependence a legal schedule must respect."""
+        """Every dependence a legal schedule must respect (computed once: the
+        scheduler, the superposition planner and its legality check all read it)."""
         return coalesce_within_hulls(self.flow.union(self.anti).union(self.output))
 
     def describe(self) -> str:
