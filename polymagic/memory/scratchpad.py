@@ -86,7 +86,9 @@ class Partition:
         for the boxes (Algorithm 2, :func:`copy_in_hull`): isl merges a 3-d stencil's
         shifted boxes into two pieces with diagonal faces (41 and 29 constraints),
         whose hull, minima and maxima cost 0.15 s per array, where the simple hull of
-        the pieces is their box at once (issue 22; same boxes on every example)."""
+        the pieces is their box at once (issue 22).  Same extents and copy-in sets on
+        every example and snapshot case; the lower bounds are the same functions,
+        defined on a few more (empty) border blocks."""
         spaces = self.spaces if spaces is None else spaces
         out = None
         for d in spaces:
