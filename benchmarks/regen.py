@@ -1,6 +1,6 @@
 """Explorer regeneration time on first visits (issue 7 item 1: <= 0.5 s per change).
 
-Usage: python benchmarks/regen.py [--kernels gemm,atax] [--changes 4] [--profile FILE]
+Usage: python benchmarks/regen.py [--kernels gemm,atax] [--changes 4] [--profile FILE] [--extra]
 
 For every foundation kernel (``examples/*.c``) an
 :class:`polymagic.report.widgets.Explorer` is built (``debounce_s=0``, the CUDA tab
@@ -13,7 +13,11 @@ max; exits 1 when it is above 0.5 s.  ``--profile FILE`` writes cProfile stats o
 the regenerations (not the explorer's construction).  The CPU time of the process
 during the regenerations is printed too (``cpu``): on a machine shared with other
 work the wall time grows with the load, the CPU time much less, so before/after
-comparisons taken at different loads should compare it.
+comparisons taken at different loads should compare it.  ``--extra`` adds the
+extra benchmark kernels (``benchmarks/kernels/``, e.g. the 3-d heat stencil of
+issue 22; naming one in ``--kernels`` adds it too); the explorer's construction (the
+first visit: parse, dependences, schedule and the first compiles) is timed in wall
+and CPU seconds as well.
 """
 from __future__ import annotations
 
@@ -28,6 +32,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from polymagic.compiler.driver import cpu_seconds  # noqa: E402
 from polymagic.options import Options  # noqa: E402
 from polymagic.report.widgets import Explorer  # noqa: E402
 
@@ -46,11 +51,12 @@ def fresh_values(start: int, n: int) -> list[int]:
 
 
 def measure(path: pathlib.Path, changes: int, prof=None
-            ) -> tuple[list[float], float, list[float]]:
-    """(wall times of the regenerations, explorer construction time, their CPU times)."""
-    t0 = time.perf_counter()
+            ) -> tuple[list[float], tuple[float, float], list[float]]:
+    """(wall times of the regenerations, explorer construction wall and CPU time,
+    the regenerations' CPU times)."""
+    t0, c0 = time.perf_counter(), cpu_seconds()     # (with the forked scheduler's)
     ex = Explorer(path.read_text(), Options(), debounce_s=0)
-    build = time.perf_counter() - t0
+    build = (time.perf_counter() - t0, cpu_seconds() - c0)
     if "tile0" not in ex.controls:
         return [], build, []
     times, cpu = [], []
@@ -83,22 +89,27 @@ def main() -> int:
     ap.add_argument("--kernels", default="", help="comma-separated example names")
     ap.add_argument("--changes", type=int, default=4)
     ap.add_argument("--profile", default="")
+    ap.add_argument("--extra", action="store_true", help="also benchmarks/kernels/*.c")
     args = ap.parse_args()
     wanted = {k for k in args.kernels.split(",") if k}
+    extra = sorted((ROOT / "benchmarks" / "kernels").glob("*.c"))
+    files = sorted((ROOT / "examples").glob("*.c")) + \
+        [p for p in extra if args.extra or p.stem in wanted]
     prof = cProfile.Profile() if args.profile else None
     worst = worst_cpu = 0.0
-    for path in sorted((ROOT / "examples").glob("*.c")):
+    for path in files:
         if wanted and path.stem not in wanted:
             continue
-        times, build, cpu = measure(path, args.changes, prof)
+        times, (build, build_cpu), cpu = measure(path, args.changes, prof)
+        built = f"explorer built in {build * 1e3:.0f} ms, cpu {build_cpu * 1e3:.0f} ms"
         if not times:
-            print(f"{path.stem:16s} (no tile control)   explorer built in {build * 1e3:.0f} ms")
+            print(f"{path.stem:16s} (no tile control)   {built}")
             continue
         worst = max(worst, max(times))
         worst_cpu = max(worst_cpu, max(cpu))
         print(f"{path.stem:16s} median {statistics.median(times) * 1e3:7.1f} ms   max "
               f"{max(times) * 1e3:7.1f} ms   cpu max {max(cpu) * 1e3:7.1f} ms   "
-              f"(explorer built in {build * 1e3:.0f} ms)", flush=True)
+              f"({built})", flush=True)
     print(f"overall max regeneration {worst * 1e3:.1f} ms, cpu {worst_cpu * 1e3:.1f} ms "
           f"(target <= {TARGET_S * 1e3:.0f} ms); load average {_load()}")
     if prof:

@@ -51,3 +51,54 @@ def test_spent_budget_over_approximates_and_says_so():
     assert any("every earlier write" in n for n in compiled.note_lines)
     report = run(compiled, options)
     assert report.ok, report.message
+
+
+EXTRA = sorted((ROOT / "benchmarks" / "kernels").glob("*.c"))
+
+
+def _full_dependences(scop) -> "deps.isl.UnionMap":
+    """Every pair of instances touching one element, at least one of them a write,
+    in source order: the memory-based dependences, no kill, no simplification."""
+    sched = scop.schedule.intersect_domain(scop.domain)
+    before = sched.lex_lt_union_map(sched)
+    w, r = scop.writes, scop.reads
+    pairs = w.apply_range(w.reverse()).union(w.apply_range(r.reverse())).union(
+        r.apply_range(w.reverse()))
+    return pairs.intersect(before)
+
+
+@pytest.mark.parametrize("path", EXAMPLES + EXTRA, ids=lambda p: p.stem)
+def test_kept_pieces_are_the_same_relations_and_the_schedule_is_legal(path):
+    """``coalesce_within_hulls`` (issue 22) changes how the dependences are written,
+    not what they are: the validity relation equals the plain coalesced union, and
+    the schedule isl finds from it respects every memory-based dependence."""
+    from polymagic.isl_util import coalesce
+    from polymagic.schedule import compute_schedule
+    scop = parse(path.read_text(), "c")
+    got = deps.compute_dependences(scop)
+    plain = coalesce(got.flow.union(got.anti).union(got.output))
+    assert got.validity.is_equal(plain)
+    smap = compute_schedule(scop, got).schedule.get_map().intersect_domain(scop.domain)
+    ordered = smap.lex_lt_union_map(smap)
+    full = _full_dependences(scop).intersect_params(scop.context)
+    assert full.is_subset(ordered)
+
+
+def test_stencil_pieces_are_not_merged():
+    """The seven neighbour reads of a 3-d 7-point stencil give seven constant-distance
+    pieces per statement pair; plain ``coalesce`` merges them into one octahedron
+    (no equalities left) that isl's scheduler works through for seconds."""
+    import islpy as isl
+    from polymagic.isl_util import coalesce
+    scop = parse((ROOT / "benchmarks/kernels/heat-3d.c").read_text(), "c")
+    got = deps.compute_dependences(scop)
+    maps: list[isl.Map] = []
+    got.flow.foreach_map(maps.append)
+    cross = [m for m in maps if m.get_tuple_name(isl.dim_type.in_)
+             != m.get_tuple_name(isl.dim_type.out)]
+    assert cross and all(m.n_basic_map() == 7 for m in cross)
+    assert all(coalesce(m).n_basic_map() == 1 for m in cross)
+    # every kept piece is one distance vector: four equalities (t, i, j, k)
+    for m in cross:
+        for b in m.get_basic_maps():
+            assert sum(1 for c in b.get_constraints() if c.is_equality()) == 4

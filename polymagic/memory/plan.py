@@ -103,7 +103,7 @@ def _candidates(scop: Scop, spaces: list[DataSpace], options: CompileOptions
     out = []
     sample = {p: 100 for p in scop.size_params}
     for part in partition(spaces):
-        box = bounding_box(part.union(), scop.context)
+        box = bounding_box(part.pieces(), scop.context)
         if options.shared == "all":
             ok, why = True, "--shared all: every partition is buffered"
         else:

@@ -81,6 +81,20 @@ class Partition:
             self._unions[key] = out.coalesce() if out is not None else None
         return self._unions[key]
 
+    def pieces(self, spaces: list[DataSpace] | None = None) -> isl.Map | None:
+        """The union of the data spaces (all, or ``spaces``) as it is, not coalesced,
+        for the boxes (Algorithm 2, :func:`copy_in_hull`): isl merges a 3-d stencil's
+        shifted boxes into two pieces with diagonal faces (41 and 29 constraints),
+        whose hull, minima and maxima cost 0.15 s per array, where the simple hull of
+        the pieces is their box at once (issue 22).  Same extents and copy-in sets on
+        every example and snapshot case; the lower bounds are the same functions,
+        defined on a few more (empty) border blocks."""
+        spaces = self.spaces if spaces is None else spaces
+        out = None
+        for d in spaces:
+            out = d.relation if out is None else out.union(d.relation)
+        return out
+
     @property
     def copy_in(self) -> isl.Map | None:
         """Elements to load: the union of the read data spaces (§3.1.3)."""
@@ -379,7 +393,8 @@ def copy_in_hull(part: Partition, bounds: isl.Set | None) -> isl.Map | None:
     reads = part.copy_in
     if reads is None or bounds is None:
         return reads
-    box = _box(reads).intersect(_box(part.union())).intersect_domain(reads.domain())
+    box = _box(part.pieces(part.reads)).intersect(_box(part.pieces())).intersect_domain(
+        reads.domain())
     return box.intersect_range(bounds.align_params(box.get_space())).coalesce()
 
 
