@@ -55,6 +55,9 @@ class RegisterPlan:
     # accessed by its global name, loaded once per thread point before all the sequential
     # loops of the kernel and stored once after them (memory.counts predicts this)
     once_per_point: bool = False
+    # a private local scalar (written before read at every thread point, dead after):
+    # the register is never loaded nor stored (memory.plan.keep_private_in_registers)
+    private: bool = False
 
 
 def _texts(names: list[str]) -> str:
@@ -267,8 +270,12 @@ class RegisterPromoter:
                 out.append(s)
         return out
 
-    def hoist(self, L: kir.Loop, name: str, ctype: str) -> list[kir.Stmt] | str:
-        """Load before ``L``, store after it, the register inside; or why not."""
+    def hoist(self, L: kir.Loop, name: str, ctype: str, private: bool = False
+              ) -> list[kir.Stmt] | str:
+        """Load before ``L``, store after it, the register inside; or why not.
+        ``private``: a private local scalar, never loaded nor stored, so the guards
+        around its references and the loops that may not run do not matter; only the
+        thread point loops around them index the register."""
         sites = _sites(L.body, name, [])
         inner = _bound(L.body) | {L.var}
         index = None
@@ -294,6 +301,10 @@ class RegisterPromoter:
             pvars = {s.var for s in chosen}
             rep = []
             for s in path:
+                if private:
+                    if any(s is x for x in chosen):
+                        rep.append(s)
+                    continue
                 if isinstance(s, _Else):
                     return "the reference is in an else branch"
                 if isinstance(s, kir.If):
@@ -320,8 +331,8 @@ class RegisterPromoter:
                 return (f"the thread point loop {lp.var} has no constant trip count "
                         "(one register per point needs one)")
             trips.append(t)
-        overwrites = _overwrites(sites[0][1], name)
-        if overwrites and not _first_iteration(sites[0][0], loops):
+        overwrites = private or _overwrites(sites[0][1], name)
+        if overwrites and not private and not _first_iteration(sites[0][0], loops):
             return (f"its first reference inside loop {L.var} overwrites the element under "
                     "a loop that may not run (the register's load would be needed and "
                     "read an undefined value)")
@@ -381,7 +392,7 @@ class RegisterPromoter:
         block = [] if overwrites else \
             nest(kir.Compute(f"pm_rin_{rname}", Assign(reg, "=", glob)))
         block += [new_L]
-        if written:
+        if written and not private:
             block += nest(kir.Compute(f"pm_rout_{rname}", Assign(glob, "=", reg)))
         if isinstance(L.lower, Int) and isinstance(L.upper, Int) and \
                 L.lower.value <= L.upper.value:
@@ -390,13 +401,15 @@ class RegisterPromoter:
 
 
 def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
+                      private: frozenset[str] = frozenset()
                       ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl],
                                  dict[str, tuple[list[str], list[str], bool]]]:
     """Apply register plans to a kernel body.
 
     ``targets`` maps each access name to promote (an array, or its shared buffer) to
     its C type; ``members`` lists ``(axis, tile, threads)`` of the mapped band
-    members.  Returns the new body, the register declarations, and per name the
+    members; ``private`` names the private local scalars among them
+    (:func:`_promote_private`).  Returns the new body, the register declarations, and per name the
     registers made, the reasons sites were skipped, and whether every access now
     goes through one hoist around which only thread point loops lie (one load and
     one store per thread point)."""
@@ -405,13 +418,35 @@ def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
     for name, ctype in targets.items():
         before = len(pr.decls)
         pr.reasons, pr.hoists, pr.enclosing = [], [], []
-        body = pr.run(body, name, ctype)
+        if name in private:
+            body = _promote_private(pr, body, name, ctype)
+        else:
+            body = pr.run(body, name, ctype)
         made = [d.name + "".join(f"[{n}]" for n in d.shape) for d in pr.decls[before:]]
         left = [s for s, _ in _sites(body, name, [])
                 if not _s_is_register_copy(_, pr.decls[before:])] if made else []
         once = len(pr.hoists) == 1 and pr.hoists[0] and not left
         result[name] = (made, [] if made else list(pr.reasons), once)
     return body, pr.decls, result
+
+
+def _promote_private(pr: RegisterPromoter, body: list[kir.Stmt], name: str, ctype: str
+                     ) -> list[kir.Stmt]:
+    """A private local scalar (:attr:`RegisterPlan.private`) in a register for the
+    whole kernel, or not at all: every reference of the kernel goes to the register
+    of its thread point (one per point the thread owns, indexed by the thread point
+    loops made constant-trip), none is loaded or stored.  Promoting only some of them
+    would lose the values flowing between the others, so a body where one hoist
+    around everything does not apply is returned unchanged (the array stays in
+    global memory) with the reason in ``pr.reasons``."""
+    whole = kir.Loop("pm_private", Int(0), Int(0), 1, body)
+    out = pr.hoist(whole, name, ctype, private=True)
+    if isinstance(out, str):
+        pr.reasons.append(out)
+        return body
+    (loop,) = out
+    pr.hoists.append(False)
+    return loop.body
 
 
 def _s_is_register_copy(c: kir.Compute, decls: list[kir.RegisterDecl]) -> bool:

@@ -19,6 +19,7 @@ from ..isl_util import OperationBudget, TimedOut, in_child
 from ..notes import Note
 from ..options import ScheduleOptions
 from ..scop import Scop
+from .private import fuse_private, private_temps
 from .superposition import SuperPlan
 from .isl_config import configure
 
@@ -31,6 +32,9 @@ class ScheduleResult:
     #: the plan is legal and is what the mapping emits (else the single mapping is used)
     use_superposition: bool = False
     notes: list[Note] = field(default_factory=list)
+    #: expanded local scalars written before read in every instance of their loops
+    #: (:func:`.private.private_temps`): the mapping keeps them in registers
+    private_temps: frozenset[str] = frozenset()
 
     def describe(self) -> str:
         text = "single schedule (isl scheduler; blocks and threads share it):\n" + \
@@ -51,6 +55,13 @@ def compute_schedule(scop: Scop, deps: Dependences, options: ScheduleOptions | N
     notes: list[Note] = []
     result = ScheduleResult(_isl_schedule(scop, deps, notes, options))
     result.notes.extend(notes)
+    result.private_temps = private_temps(scop)
+    result.schedule, fused = fuse_private(scop, deps.validity, result.schedule,
+                                          result.private_temps)
+    for group in fused:
+        result.notes.append(Note("schedule", f"{', '.join(group)} fused into one band: they "
+                                 "share a private local scalar, kept per thread point "
+                                 "(seed 004 §4.1-4.2)", kind="decision"))
     if options.time_tiling:
         from ..timeblock import time_tiled_schedule
         tiled, why = time_tiled_schedule(scop, deps, options.time_tiling)

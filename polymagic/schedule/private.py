@@ -1,0 +1,324 @@
+"""Private scalars: local scalars that stay with the thread point owning them.
+
+The C front end expands a scalar declared inside loops into a temp array with one
+element per iteration of the enclosing loops (:mod:`polymagic.scop`), so the
+dependence analysis sees each instance's own copy: this is scalar expansion, the
+privatisation that lets the loops around the declaration run in parallel
+(Baskaran, Ramanujam & Sadayappan, CC 2010, seed 004 §4.1: the parallel loops of
+the tiled band map to threads; §4.2: data whose accesses vary only with those
+loops live in the thread's registers).  Two consequences the stages below rely on:
+
+* :func:`private_temps`: a temp is *private* when every read of an element has an
+  earlier write of that element (written before read in every instance of its
+  enclosing loops); its values never leave that instance, and the array is dead
+  after the function.  Such a temp needs no global memory at all: the mapping
+  keeps it in a register of the thread that owns the point
+  (:mod:`polymagic.memory.registers`), never loaded, stored, allocated or copied.
+* :func:`fuse_private`: isl's scheduler often distributes the statements that
+  share a private scalar (``acc = 0``; ``acc += A*B`` over ``k``;
+  ``C = alpha*acc + beta*C``) over a sequence of bands, which the single mapping
+  turns into one kernel each, with the scalar in global memory between them.  The
+  statements are fused again into one band whose outer members are the common
+  parallel loops (zero dependence distance among the fused statements: still
+  coincident) and, when exactly one of them has deeper band members (the ``k``
+  loop), those members too, the other statements placed at the first (before)
+  or last (after) ``k`` of their point, with the original sequence below the band
+  ordering the instances that meet at one point.  The band stays permutable, so
+  seed 000 §4.1's sub-tiles and shared buffers of ``A`` and ``B`` along ``k``
+  apply as for a plain gemm; the fused schedule is checked against every validity
+  dependence before it replaces isl's.
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+from ..isl_util import leading_coincident
+from ..scop import Scop
+
+
+def private_temps(scop: Scop) -> frozenset[str]:
+    """Temp arrays (expanded local scalars declared inside loops) of which every
+    read of an element follows a write of that element in source order."""
+    sched = scop.schedule.intersect_domain(scop.domain)
+    before = sched.lex_lt_union_map(sched)
+    out = set()
+    for name, arr in scop.arrays.items():
+        if arr.kind != "temp" or not arr.shape:
+            continue
+        reads = isl.UnionMap.empty(scop.context.get_space())
+        writes = reads
+        for s in scop.statements:
+            for a in s.accesses:
+                if a.array == name:
+                    rel = isl.UnionMap.from_map(a.relation.intersect_domain(s.domain))
+                    if a.is_write:
+                        writes = writes.union(rel)
+                    else:
+                        reads = reads.union(rel)
+        if writes.is_empty():
+            continue
+        covered = writes.apply_range(reads.reverse()).intersect(before).range()
+        if reads.domain().is_subset(covered):
+            out.add(name)
+    return frozenset(out)
+
+
+def _statements(node: isl.ScheduleNode) -> set[str]:
+    names: set[str] = set()
+    node.get_domain().foreach_set(lambda s: names.add(s.get_tuple_name()))
+    return names
+
+
+def _all_zero(deltas: isl.UnionSet, dims: range | None = None) -> bool:
+    """Every vector of ``deltas`` is 0 (in the dimensions ``dims``, default all)."""
+    ok = [True]
+
+    def one(s: isl.Set) -> None:
+        zero = isl.Set.universe(s.get_space())
+        for d in (dims if dims is not None else range(s.dim(isl.dim_type.set))):
+            zero = zero.fix_val(isl.dim_type.set, d, isl.Val(0))
+        ok[0] = ok[0] and s.is_subset(zero)
+    deltas.foreach_set(one)
+    return ok[0]
+
+
+def _nonnegative(deltas: isl.UnionSet) -> bool:
+    """No vector of ``deltas`` has a negative component (a permutable band)."""
+    ok = [True]
+
+    def one(s: isl.Set) -> None:
+        for d in range(s.dim(isl.dim_type.set)):
+            ok[0] = ok[0] and s.intersect(_negative(s.get_space(), d)).is_empty()
+    deltas.foreach_set(one)
+    return ok[0]
+
+
+def _negative(space: isl.Space, d: int) -> isl.Set:
+    """{ x : x_d < 0 } in ``space``."""
+    ls = isl.LocalSpace.from_space(space)
+    c = isl.Constraint.inequality_alloc(ls).set_coefficient_val(
+        isl.dim_type.set, d, -1).set_constant_val(-1)
+    return isl.Set.universe(space).add_constraint(c)
+
+
+def _members(band: isl.ScheduleNode, lo: int, hi: int) -> isl.UnionMap:
+    """The band's members ``lo..hi-1`` as ``{ S[i] -> [..] }`` on the band's domain."""
+    mupa = band.band_get_partial_schedule()
+    n = band.band_n_member()
+    if hi < n:
+        mupa = mupa.drop_dims(isl.dim_type.set, hi, n - hi)
+    if lo > 0:
+        mupa = mupa.drop_dims(isl.dim_type.set, 0, lo)
+    return isl.UnionMap.from_multi_union_pw_aff(mupa).intersect_domain(band.get_domain())
+
+
+class _Fusion:
+    """How a run of sequence children fuses: the band's schedule and flags, and per
+    child the members of its band left below the fused band."""
+
+    def __init__(self, band: isl.MultiUnionPwAff, coincident: list[bool],
+                 rest: list[int], children: list[isl.ScheduleNode]):
+        self.band, self.coincident, self.rest, self.children = band, coincident, rest, children
+
+
+def _plan(children: list[isl.ScheduleNode], validity: isl.UnionMap) -> _Fusion | None:
+    """The fused band of ``children`` (filter nodes of one sequence, in order), or
+    None when they do not fuse without losing parallelism or legality."""
+    bands = [c.child(0) for c in children]
+    if any(b.get_type() != isl.schedule_node_type.band for b in bands):
+        return None
+    lcs = [leading_coincident(b) for b in bands]
+    m = min(lcs)
+    if m == 0 or m < min(max(lcs), 3):
+        return None                         # fusing would give up a parallel loop
+    dom = children[0].get_domain()
+    for c in children[1:]:
+        dom = dom.union(c.get_domain())
+    deps = validity.intersect_domain(dom).intersect_range(dom)
+    outer = [_members(b, 0, m) for b in bands]
+    u = outer[0]
+    for o in outer[1:]:
+        u = u.union(o)
+    if not _all_zero(deps.apply_domain(u).apply_range(u).deltas()):
+        return None
+    deeper = [t for t, b in enumerate(bands) if b.band_n_member() > m]
+    full = u
+    e = 0
+    if len(deeper) == 1 and bands[deeper[0]].band_get_permutable():
+        star = deeper[0]
+        e = bands[star].band_n_member() - m
+        extra = _members(bands[star], m, m + e)
+        per_point = outer[star].reverse().apply_range(extra)
+        first, last = per_point.lexmin(), per_point.lexmax()
+        full = outer[star].flat_range_product(extra)
+        for t, o in enumerate(outer):
+            if t == star:
+                continue
+            place = o.apply_range(first if t < star else last)
+            rest = o.domain().subtract(place.domain())
+            # points where the deeper loop does not run: every other statement at 0
+            zeros = isl.UnionMap.from_domain_and_range(
+                rest, isl.UnionSet.from_set(_zero_point(_range_space(extra))))
+            full = full.union(o.flat_range_product(place.union(zeros)))
+        deltas = deps.apply_domain(full).apply_range(full).deltas()
+        if not _nonnegative(deltas):
+            e, full = 0, u
+    if e == 0:
+        full = u
+    deltas = deps.apply_domain(full).apply_range(full).deltas()
+    coincident = [q < m or _all_zero(deltas, range(q, q + 1)) for q in range(m + e)]
+    try:
+        band = isl.MultiUnionPwAff.from_union_map(full.gist_domain(dom))
+    except isl.Error:
+        return None
+    rest = [m + e if t in deeper and e else m for t in range(len(bands))]
+    return _Fusion(band, coincident, rest, children)
+
+
+def _range_space(um: isl.UnionMap) -> isl.Space:
+    spaces: list[isl.Space] = []
+    um.range().foreach_set(lambda s: spaces.append(s.get_space()))
+    return spaces[0]
+
+
+def _zero_point(space: isl.Space) -> isl.Set:
+    s = isl.Set.universe(space)
+    for d in range(s.dim(isl.dim_type.set)):
+        s = s.fix_val(isl.dim_type.set, d, isl.Val(0))
+    return s
+
+
+def _runs(children: list[isl.ScheduleNode], users: dict[str, set[str]]
+          ) -> list[list[int]]:
+    """Consecutive children linked by a private temp (some temp used by statements
+    of both), as runs of child indices; other children alone."""
+    stmts = [_statements(c) for c in children]
+    temps = [set().union(*(users.get(s, set()) for s in st)) for st in stmts]
+    runs: list[list[int]] = []
+    for i in range(len(children)):
+        if runs and any(temps[i] & temps[j] for j in runs[-1]):
+            # a later child may still use a temp of the run: link the whole span
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return runs
+
+
+class _Copier:
+    """Copies a schedule tree (isl's, as :func:`polymagic.schedule._copy_subtree`),
+    fusing the runs of sequence children that share a private temp."""
+
+    def __init__(self, validity: isl.UnionMap, users: dict[str, set[str]]):
+        self.validity, self.users = validity, users
+        self.fused: list[list[str]] = []
+
+    def copy(self, src: isl.ScheduleNode, dst: isl.ScheduleNode) -> isl.ScheduleNode:
+        kind = src.get_type()
+        if kind == isl.schedule_node_type.leaf:
+            return dst
+        if kind == isl.schedule_node_type.band:
+            return self.band(src, dst, 0)
+        if kind == isl.schedule_node_type.set:
+            n = src.n_children()
+            dst = dst.insert_set(self._filters([[src.child(i)] for i in range(n)]))
+            for i in range(n):
+                dst = self.copy(src.child(i).child(0), dst.child(i).child(0)).parent().parent()
+            return dst
+        if kind == isl.schedule_node_type.sequence:
+            return self.sequence(src, dst)
+        raise ValueError(str(kind))
+
+    def band(self, src: isl.ScheduleNode, dst: isl.ScheduleNode, lo: int
+             ) -> isl.ScheduleNode:
+        """Members ``lo..`` of the band ``src`` (none left: its child) at ``dst``."""
+        n = src.band_n_member()
+        if lo >= n:
+            return self.copy(src.child(0), dst)
+        mupa = src.band_get_partial_schedule()
+        if lo:
+            mupa = mupa.drop_dims(isl.dim_type.set, 0, lo)
+        dst = dst.insert_partial_schedule(mupa)
+        dst = dst.band_set_permutable(src.band_get_permutable())
+        for k in range(lo, n):
+            dst = dst.band_member_set_coincident(k - lo, src.band_member_get_coincident(k))
+        return self.copy(src.child(0), dst.child(0)).parent()
+
+    @staticmethod
+    def _filters(groups: list[list[isl.ScheduleNode]]) -> isl.UnionSetList:
+        lst = isl.UnionSetList.alloc(groups[0][0].get_ctx(), len(groups))
+        for g in groups:
+            f = g[0].filter_get_filter()
+            for c in g[1:]:
+                f = f.union(c.filter_get_filter())
+            lst = lst.add(f)
+        return lst
+
+    def sequence(self, src: isl.ScheduleNode, dst: isl.ScheduleNode) -> isl.ScheduleNode:
+        children = [src.child(i) for i in range(src.n_children())]
+        groups: list[list[isl.ScheduleNode]] = []
+        plans: list[_Fusion | None] = []
+        for run in _runs(children, self.users):
+            fusion = _plan([children[i] for i in run], self.validity) if len(run) > 1 else None
+            if fusion is None:
+                groups += [[children[i]] for i in run]
+                plans += [None] * len(run)
+            else:
+                groups.append([children[i] for i in run])
+                plans.append(fusion)
+                self.fused.append(sorted(set().union(*(_statements(children[i])
+                                                       for i in run))))
+        if len(groups) == 1:                # the whole sequence fused
+            return self.fuse(plans[0], dst)
+        dst = dst.insert_sequence(self._filters(groups))
+        for i, (g, fusion) in enumerate(zip(groups, plans)):
+            at = dst.child(i).child(0)
+            at = self.copy(g[0].child(0), at) if fusion is None else self.fuse(fusion, at)
+            dst = at.parent().parent()
+        return dst
+
+    def fuse(self, f: _Fusion, dst: isl.ScheduleNode) -> isl.ScheduleNode:
+        dst = dst.insert_partial_schedule(f.band)
+        dst = dst.band_set_permutable(1)
+        for k, c in enumerate(f.coincident):
+            dst = dst.band_member_set_coincident(k, int(c))
+        below = dst.child(0).insert_sequence(self._filters([[c] for c in f.children]))
+        for i, (c, lo) in enumerate(zip(f.children, f.rest)):
+            below = self.band(c.child(0), below.child(i).child(0), lo).parent().parent()
+        return below.parent()
+
+
+def fuse_private(scop: Scop, validity: isl.UnionMap, schedule: isl.Schedule,
+                 private: frozenset[str]) -> tuple[isl.Schedule, list[list[str]]]:
+    """``schedule`` with the sequence children that share a private temp fused into
+    one band (module docstring), and the statement groups fused; ``schedule`` itself
+    when nothing fuses or the fused tree fails the validity check."""
+    if not private:
+        return schedule, []
+    users: dict[str, set[str]] = {}
+    for s in scop.statements:
+        for a in s.accesses:
+            if a.array in private:
+                users.setdefault(s.name, set()).add(a.array)
+    root = schedule.get_root()
+    if root.n_children() == 0:
+        return schedule, []
+    copier = _Copier(validity, users)
+    try:
+        new = copier.copy(root.child(0), isl.Schedule.from_domain(
+            schedule.get_domain()).get_root().child(0)).get_schedule()
+    except (isl.Error, ValueError):
+        return schedule, []
+    if not copier.fused or not _respects(new, validity):
+        return schedule, []
+    return new, copier.fused
+
+
+def _respects(schedule: isl.Schedule, validity: isl.UnionMap) -> bool:
+    """Every validity dependence goes forward in ``schedule``'s order."""
+    smap = schedule.get_map()
+    dom = schedule.get_domain()
+    d = validity.intersect_domain(dom).intersect_range(dom).apply_domain(smap).apply_range(smap)
+    if d.is_empty():
+        return True
+    space = _range_space(smap)
+    return d.is_subset(isl.UnionMap.from_map(isl.Map.lex_lt(space)))
