@@ -19,7 +19,8 @@ from ..isl_util import OperationBudget, TimedOut, in_child
 from ..notes import Note
 from ..options import ScheduleOptions
 from ..scop import Scop
-from .private import fuse_private, private_temps
+from .private import (by_nest, fuse_private, private_groups, private_temps, together,
+                      top_level_nests)
 from .superposition import SuperPlan
 from .isl_config import configure
 
@@ -35,6 +36,8 @@ class ScheduleResult:
     #: expanded local scalars written before read in every instance of their loops
     #: (:func:`.private.private_temps`): the mapping keeps them in registers
     private_temps: frozenset[str] = frozenset()
+    #: statement groups fused into one band around a private scalar (their notes)
+    fused: list[list[str]] = field(default_factory=list)
 
     def describe(self) -> str:
         text = "single schedule (isl scheduler; blocks and threads share it):\n" + \
@@ -56,9 +59,10 @@ def compute_schedule(scop: Scop, deps: Dependences, options: ScheduleOptions | N
     result = ScheduleResult(_isl_schedule(scop, deps, notes, options))
     result.notes.extend(notes)
     result.private_temps = private_temps(scop)
-    result.schedule, fused = fuse_private(scop, deps.validity, result.schedule,
-                                          result.private_temps)
-    for group in fused:
+    result.schedule, result.fused = fuse_private(scop, deps.validity, result.schedule,
+                                                 result.private_temps)
+    _keep_private_groups(scop, deps, result, options)
+    for group in result.fused:
         result.notes.append(Note("schedule", f"{', '.join(group)} fused into one band: they "
                                  "share a private local scalar, kept per thread point "
                                  "(seed 004 §4.1-4.2)", kind="decision"))
@@ -116,8 +120,36 @@ def _isl_schedule(scop: Scop, deps: Dependences, notes: list[Note] | None = None
     return source_order(scop)
 
 
+def _keep_private_groups(scop: Scop, deps: Dependences, result: ScheduleResult,
+                         options: ScheduleOptions) -> None:
+    """When isl's schedule, even fused (:func:`.private.fuse_private`), spreads the
+    statements sharing a private local scalar over several parallel bands (isl fuses
+    across the source's outermost nests: 2mm's ``tmp = s`` with the second product),
+    each outermost nest is scheduled by itself, in source order, and fused again;
+    that schedule is kept when it brings more of those groups into one band."""
+    groups = private_groups(scop, result.private_temps)
+    ok = sum(together(result.schedule, g) for g in groups)
+    nests = top_level_nests(scop)
+    if ok == len(groups) or len(nests) < 2:
+        return
+    try:
+        parts = [_bounded_schedule(scop, deps, scop.context, "isl", options, domain=d)
+                 for d in nests]
+    except (TimedOut, isl.Error):
+        return
+    dom = scop.domain.intersect_params(scop.context)
+    sched, fused = fuse_private(scop, deps.validity, by_nest(dom, parts),
+                                result.private_temps)
+    if sum(together(sched, g) for g in groups) > ok:
+        result.schedule, result.fused = sched, fused
+        result.notes.append(Note("schedule", "each outermost loop nest scheduled by itself "
+                                 "(isl's schedule of the whole function split statements "
+                                 "sharing a private local scalar)", kind="decision"))
+
+
 def _bounded_schedule(scop: Scop, deps: Dependences, context: isl.Set | None,
-                      algorithm: str, options: ScheduleOptions) -> isl.Schedule:
+                      algorithm: str, options: ScheduleOptions,
+                      domain: isl.UnionSet | None = None) -> isl.Schedule:
     """isl's ``compute_schedule`` with ``algorithm`` ('isl' or 'feautrier') under
     ``options.schedule_operations``, in a child process killed after
     ``options.schedule_seconds`` (its integer programs ignore the operation budget).
@@ -127,8 +159,9 @@ def _bounded_schedule(scop: Scop, deps: Dependences, context: isl.Set | None,
     ``isl.Error``."""
     ctx = scop.context.get_ctx()
     configure(ctx)
-    dom = scop.domain.intersect_params(scop.context)
-    validity = deps.validity
+    dom = (scop.domain if domain is None else domain).intersect_params(scop.context)
+    validity = deps.validity if domain is None else \
+        deps.validity.intersect_domain(dom).intersect_range(dom)
 
     def compute() -> isl.Schedule:
         sc = isl.ScheduleConstraints.on_domain(dom)
@@ -270,6 +303,14 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
             "without skewing (seed 003 §5.1 forms) while isl's schedule has parallel "
             "loops there: single mapping used"))
         return
+    split = _split_private(plan, [g for g in private_groups(scop, result.private_temps)
+                                  if together(result.schedule, g)])
+    if split:
+        result.notes.append(_superposition_note(
+            f"superposition puts {', '.join(split)} in separate kernels, which share a "
+            "private local scalar kept per thread point in the single schedule: single "
+            "mapping used"))
+        return
     gains = _coalescing_gains(plan, result.schedule)
     if not gains and options.require_gain:
         result.notes.append(_superposition_note(
@@ -282,6 +323,17 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     if gains:
         result.notes.append(_superposition_note(
             "superposition: better coalescing (DL model) for " + ", ".join(gains)))
+
+
+def _split_private(plan, groups: list[set[str]]) -> list[str]:
+    """The first group of statements sharing a private local scalar, kept in one
+    parallel band by the single schedule, that the superposition spreads over
+    several kernels (with the scalar in global memory between them), or []."""
+    for group in groups:
+        kernels = {i for i, k in enumerate(plan.kernels()) for s in k.statements if s in group}
+        if len(kernels) > 1:
+            return sorted(group, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
+    return []
 
 
 def _superposition_note(text: str, kind: str = "decision") -> Note:

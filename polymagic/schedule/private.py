@@ -322,3 +322,68 @@ def _respects(schedule: isl.Schedule, validity: isl.UnionMap) -> bool:
         return True
     space = _range_space(smap)
     return d.is_subset(isl.UnionMap.from_map(isl.Map.lex_lt(space)))
+
+
+def private_groups(scop: Scop, private: frozenset[str]) -> list[set[str]]:
+    """The statements linked by private temps (connected components: statements
+    that share one), one set per component."""
+    groups: list[set[str]] = []
+    for t in sorted(private):
+        users = {s.name for s in scop.statements if any(a.array == t for a in s.accesses)}
+        linked = [g for g in groups if g & users]
+        for g in linked:
+            groups.remove(g)
+            users |= g
+        groups.append(users)
+    return groups
+
+
+def together(schedule: isl.Schedule, group: set[str]) -> bool:
+    """Whether the first band with a parallel (coincident) leading member above any
+    statement of ``group`` holds all of them (the single mapping makes it one
+    kernel)."""
+    found: list[bool] = []
+
+    def visit(n: isl.ScheduleNode) -> bool:
+        if found or n.get_type() != isl.schedule_node_type.band or \
+                leading_coincident(n) == 0:
+            return not found
+        names = _statements(n)
+        if names & group:
+            found.append(group <= names)
+            return False
+        return True
+    schedule.get_root().foreach_descendant_top_down(visit)
+    return bool(found) and found[0]
+
+
+def top_level_nests(scop: Scop) -> list[isl.UnionSet]:
+    """The statement instances of each outermost loop nest (or statement) of the
+    source, in source order: the first dimension of the 2d+1 source schedule."""
+    nests: dict[int, isl.UnionSet] = {}
+    for s in scop.statements:
+        m = isl.Map.from_union_map(scop.schedule.intersect_domain(
+            isl.UnionSet.from_set(s.domain)))
+        first = m.range().project_out(isl.dim_type.set, 1, m.dim(isl.dim_type.out) - 1)
+        c0 = int(first.sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python())
+        d = isl.UnionSet.from_set(s.domain)
+        nests[c0] = nests[c0].union(d) if c0 in nests else d
+    return [nests[k] for k in sorted(nests)]
+
+
+def by_nest(domain: isl.UnionSet, parts: list[isl.Schedule]) -> isl.Schedule:
+    """One schedule running ``parts`` (schedules of the source's outermost nests,
+    :func:`top_level_nests`) one after the other, in source order: legal, since
+    the source order between the nests is kept and each part respects the
+    dependences inside its nest."""
+    root = isl.Schedule.from_domain(domain).get_root().child(0)
+    lst = isl.UnionSetList.alloc(domain.get_ctx(), len(parts))
+    for p in parts:
+        lst = lst.add(p.get_domain())
+    node = root.insert_sequence(lst)
+    copier = _Copier(isl.UnionMap.empty(domain.get_space()), {})
+    for i, p in enumerate(parts):
+        top = p.get_root()
+        if top.n_children():
+            node = copier.copy(top.child(0), node.child(i).child(0)).parent().parent()
+    return node.get_schedule()
