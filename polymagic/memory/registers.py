@@ -188,6 +188,13 @@ def _names_in(c: kir.Compute, name: str) -> list[Access]:
     return [a for a in accesses(c.assign.target) + accesses(c.assign.value) if a.array == name]
 
 
+def _converted(loop: kir.Loop) -> bool:
+    """A thread point loop an earlier register of the kernel made constant-trip
+    (``for (p_u = 0; p_u <= t - 1; p_u++)``, see ``RegisterPromoter.hoist``)."""
+    return loop.unroll and loop.var.endswith("_u") and loop.step == 1 and \
+        loop.lower == Int(0) and isinstance(loop.upper, Int)
+
+
 class _Else:
     """Path marker: the reference lies in the else branch of ``stmt``."""
 
@@ -326,7 +333,7 @@ class RegisterPromoter:
         loops = [s for s in keep if isinstance(s, kir.Loop)]
         trips = []
         for lp in loops:
-            t = self.trips(lp)
+            t = self.trips(lp) if not (private and _converted(lp)) else lp.upper.value + 1
             if t is None:
                 return (f"the thread point loop {lp.var} has no constant trip count "
                         "(one register per point needs one)")
@@ -342,7 +349,8 @@ class RegisterPromoter:
         rname = f"pm_r{self.n}_{name}"
         self.n += 1
         self.decls.append(kir.RegisterDecl(rname, ctype, (nregs,) if loops else ()))
-        uvar = {id(lp): f"{lp.var}_u" for lp in loops}
+        uvar = {id(lp): lp.var if private and _converted(lp) else f"{lp.var}_u"
+                for lp in loops}
         reg_idx: Expr | None = None
         for lp, t in zip(loops, trips):
             reg_idx = Var(uvar[id(lp)]) if reg_idx is None else \
@@ -352,6 +360,8 @@ class RegisterPromoter:
 
         def const_trip(lp: kir.Loop, t: int, body: list[kir.Stmt]) -> kir.Loop:
             u = uvar[id(lp)]
+            if u == lp.var:                  # made constant-trip by an earlier register
+                return kir.Loop(u, lp.lower, lp.upper, 1, body, unroll=True)
             first = Binary("+", lp.lower, Binary("*", Int(lp.step), Var(u)))
             return kir.Loop(u, Int(0), Int(t - 1), 1,
                             [kir.Let(lp.var, first),
