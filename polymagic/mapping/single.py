@@ -263,19 +263,20 @@ class SingleMapper(TimeKernels):
             point = host_prefix.flat_range_product(isl.UnionMap.from_multi_union_pw_aff(mapped))
             if plan.memory is None:
                 plan.memory = KernelMemory()
+            here = set(plan.statements)
+            private = frozenset(t for t in self.private if all(
+                s.name in here for s in self.scop.statements
+                if any(a.array == t for a in s.accesses)))
             regs, lines = plan_registers(self.scop, domain, point, name[3:],
                                          [mm.loop for mm in members],
                                          [member_text(full, i) for i in range(m, n)],
-                                         n_host=node.get_schedule_depth())
+                                         n_host=node.get_schedule_depth(), private=private)
             for r in regs:
                 r.line += len(plan.memory.decisions)
             plan.memory.registers, plan.memory.decisions = regs, plan.memory.decisions + lines
             drop_register_buffers(plan.memory, name[3:], self.options,
                                   math.prod(-(-mm.tile // mm.threads) for mm in members))
-            here = set(plan.statements)
-            keep_private_in_registers(plan.memory, name[3:], frozenset(
-                t for t in self.private if all(s.name in here for s in self.scop.statements
-                                               if any(a.array == t for a in s.accesses))))
+            keep_private_in_registers(plan.memory, name[3:], private)
         jams = self.per_thread is not None and rectangular      # see jam_point_band below
         if s and not jams and not (plan.memory and plan.memory.buffers):
             memory = plan.memory or KernelMemory()

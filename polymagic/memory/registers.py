@@ -87,13 +87,14 @@ PLAN_OPERATIONS = 2_000_000
 
 def plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
                    kernel: str, thread_loops: list[str], seq_loops: list[str],
-                   n_host: int = 0) -> tuple[list[RegisterPlan], list[Note]]:
+                   n_host: int = 0, private: frozenset[str] = frozenset()
+                   ) -> tuple[list[RegisterPlan], list[Note]]:
     """:func:`_plan_registers` under an isl operation budget."""
     from ..isl_util import OperationBudget
     try:
         with OperationBudget(scop.context.get_ctx(), PLAN_OPERATIONS):
             return _plan_registers(scop, domain, point, kernel, thread_loops, seq_loops,
-                                   n_host)
+                                   n_host, private)
     except isl.Error:
         return [], [Note("registers", f"no registers: planning them took more than "
                          f"{PLAN_OPERATIONS} isl operations", kernel=kernel, kind="fallback")]
@@ -101,12 +102,16 @@ def plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
 
 def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
                     kernel: str, thread_loops: list[str], seq_loops: list[str],
-                    n_host: int = 0) -> tuple[list[RegisterPlan], list[Note]]:
+                    n_host: int = 0, private: frozenset[str] = frozenset()
+                    ) -> tuple[list[RegisterPlan], list[Note]]:
     """Seed 004 §4.2: the arrays of a kernel whose elements stay in registers.
 
     ``domain`` holds the kernel's statement instances, ``point`` maps each to its
     thread point (the ``n_host`` host loops, then the mapped band members).  Returns the plans and one
-    decision line per array accessed by the kernel."""
+    decision line per array accessed by the kernel.  ``private``: private local
+    scalars one register per thread point holds whole
+    (:func:`polymagic.schedule.private.register_private`), planned even when their
+    subscripts vary with the sequential loops (a scalar declared inside them)."""
     point = point.intersect_domain(domain)
     plans: list[RegisterPlan] = []
     lines: list[Note] = []
@@ -128,6 +133,20 @@ def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
             return Note("registers", text, kernel=kernel, subject=array)
         if not scop.arrays[array].shape:
             lines.append(head("not in a register (a scalar shared by every thread)"))
+            continue
+        if array in private and _private(per_point, n_host):
+            stmts = sorted({s.name for s, _ in refs},
+                           key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
+            touching = isl.UnionSet.empty(domain.get_space())
+            for s, _ in refs:
+                touching = touching.union(domain.intersect(isl.UnionSet.from_set(s.domain)))
+            reason = ("a private local scalar, one register per thread point of the thread "
+                      f"loops {_texts(thread_loops)}")
+            plan = RegisterPlan(array, scop.arrays[array].ctype, stmts, reason, line=len(lines),
+                                points=isl.Set.from_union_set(
+                                    point.intersect_domain(touching).range()), private=True)
+            lines.append(head(f"register planned ({reason})"))
+            plans.append(plan)
             continue
         if not per_point.is_single_valued():
             lines.append(head("not in a register (its subscripts vary with loops other "
@@ -443,20 +462,97 @@ def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
 def _promote_private(pr: RegisterPromoter, body: list[kir.Stmt], name: str, ctype: str
                      ) -> list[kir.Stmt]:
     """A private local scalar (:attr:`RegisterPlan.private`) in a register for the
-    whole kernel, or not at all: every reference of the kernel goes to the register
-    of its thread point (one per point the thread owns, indexed by the thread point
-    loops made constant-trip), none is loaded or stored.  Promoting only some of them
-    would lose the values flowing between the others, so a body where one hoist
-    around everything does not apply is returned unchanged (the array stays in
-    global memory) with the reason in ``pr.reasons``."""
-    whole = kir.Loop("pm_private", Int(0), Int(0), 1, body)
-    out = pr.hoist(whole, name, ctype, private=True)
-    if isinstance(out, str):
-        pr.reasons.append(out)
+    whole kernel, or not at all: every reference goes to the register of its thread
+    point, none is loaded or stored.  The point is what the thread point loops
+    around the reference say (the cyclic ``for (p = t; ...; p += B)`` of each axis
+    where a thread owns several points, made constant-trip and unrolled so the
+    register index is a compile-time constant), whatever its subscripts (the
+    schedule stage checked that one register per point holds every value read:
+    :func:`polymagic.schedule.private.register_private`).  Promoting only some
+    references would lose the values flowing between them, so a body where one
+    reference lies outside a point loop of some axis (isl unrolled or specialised
+    it) is returned unchanged (the array stays in global memory), with the reason
+    in ``pr.reasons``."""
+    axes = [(a, -(-tile // threads), threads) for a, tile, threads in pr.members
+            if threads < tile]
+    sites = _sites(body, name, [])
+    if not sites:
         return body
-    (loop,) = out
+
+    def axis_of(lp: kir.Loop) -> str | None:
+        for a, _t, threads in axes:
+            tid = Var(kir.THREAD_IDS[a])
+            if lp.step == threads and not lp.unroll and tid.name in _vars(lp.lower):
+                return a
+            if _converted(lp) and lp.body and isinstance(lp.body[0], kir.Let) and \
+                    lp.body[0].value == Binary("+", tid, Binary("*", Int(threads),
+                                                                Var(lp.var))):
+                return a
+        return None
+
+    convert: dict[int, kir.Loop] = {}
+    for path, _c in sites:
+        seen = {}
+        for s in path:
+            if isinstance(s, kir.Loop) and axis_of(s) is not None:
+                seen.setdefault(axis_of(s), s)
+        if sorted(seen) != sorted(a for a, _t, _b in axes):
+            pr.reasons.append("a reference outside the thread point loops of its axes")
+            return body
+        convert.update({id(lp): lp for lp in seen.values()})
+    nregs = math.prod(t for _a, t, _b in axes)
+    if nregs > MAX_REGISTERS:
+        pr.reasons.append(f"{nregs} points per thread need more than {MAX_REGISTERS} "
+                          "registers")
+        return body
+    rname = f"pm_r{pr.n}_{name}"
+    pr.n += 1
+    pr.decls.append(kir.RegisterDecl(rname, ctype, (nregs,) if axes else ()))
     pr.hoists.append(False)
-    return loop.body
+
+    def rewrite(stmts: list[kir.Stmt], us: dict[str, str]) -> list[kir.Stmt]:
+        out: list[kir.Stmt] = []
+        for s in stmts:
+            if isinstance(s, kir.Loop) and id(s) in convert:
+                a = axis_of(s)
+                t, threads = next((t, b) for x, t, b in axes if x == a)
+                if _converted(s):
+                    out.append(kir.Loop(s.var, s.lower, s.upper, 1,
+                                        rewrite(s.body, {**us, a: s.var}), True))
+                    continue
+                # the canonical form p = t + B*u, so that u names the same point in
+                # every loop of the axis whatever its lower bound (isl's lower bound
+                # of a cyclic loop is congruent to t mod B; a triangular tile's is
+                # max(t, ...))
+                u = f"{s.var}_u"
+                tid = Var(kir.THREAD_IDS[a])
+                first = Binary("+", tid, Binary("*", Int(threads), Var(u)))
+                inside = Binary("<=", Var(s.var), s.upper)
+                if s.lower != tid:
+                    inside = Binary("&&", Binary(">=", Var(s.var), s.lower), inside)
+                inner = rewrite(s.body, {**us, a: u})
+                out.append(kir.Loop(u, Int(0), Int(t - 1), 1,
+                                    [kir.Let(s.var, first), kir.If(inside, inner)],
+                                    unroll=True))
+            elif isinstance(s, kir.Loop):
+                out.append(kir.Loop(s.var, s.lower, s.upper, s.step, rewrite(s.body, us),
+                                    s.unroll))
+            elif isinstance(s, kir.If):
+                out.append(kir.If(s.cond, rewrite(s.then, us), rewrite(s.orelse, us)))
+            elif isinstance(s, kir.Compute) and _names_in(s, name):
+                idx: Expr | None = None
+                for a, t, _b in axes:
+                    idx = Var(us[a]) if idx is None else \
+                        Binary("+", Binary("*", idx, Int(t)), Var(us[a]))
+                reg = Access(rname, (idx,) if idx is not None else ())
+                f = (lambda e: reg if isinstance(e, Access) and e.array == name else None)
+                t_ = reg if s.assign.target.array == name else map_expr(s.assign.target, f)
+                out.append(kir.Compute(s.stmt, Assign(t_, s.assign.op,
+                                                      map_expr(s.assign.value, f))))
+            else:
+                out.append(s)
+        return out
+    return rewrite(body, {})
 
 
 def _s_is_register_copy(c: kir.Compute, decls: list[kir.RegisterDecl]) -> bool:

@@ -19,8 +19,8 @@ from ..isl_util import OperationBudget, TimedOut, in_child
 from ..notes import Note
 from ..options import ScheduleOptions
 from ..scop import Scop
-from .private import (by_nest, fuse_private, private_groups, private_temps, together,
-                      top_level_nests)
+from .private import (by_nest, fuse_private, private_groups, private_temps,
+                      register_private, together, top_level_nests)
 from .superposition import SuperPlan
 from .isl_config import configure
 
@@ -62,6 +62,7 @@ def compute_schedule(scop: Scop, deps: Dependences, options: ScheduleOptions | N
     result.schedule, result.fused = fuse_private(scop, deps.validity, result.schedule,
                                                  result.private_temps)
     _keep_private_groups(scop, deps, result, options)
+    result.private_temps = register_private(scop, result.schedule, result.private_temps)
     for group in result.fused:
         result.notes.append(Note("schedule", f"{', '.join(group)} fused into one band: they "
                                  "share a private local scalar, kept per thread point "

@@ -387,3 +387,67 @@ def by_nest(domain: isl.UnionSet, parts: list[isl.Schedule]) -> isl.Schedule:
         if top.n_children():
             node = copier.copy(top.child(0), node.child(i).child(0)).parent().parent()
     return node.get_schedule()
+
+
+def _kernel_point(schedule: isl.Schedule, group: set[str]) -> isl.UnionMap | None:
+    """The thread point of the instances of ``group`` when the first band with a
+    parallel leading member above them holds them all (their kernel in the single
+    mapping): host loops above the band, then its first (at most three) parallel
+    members."""
+    found: list[isl.UnionMap | None] = []
+
+    def visit(n: isl.ScheduleNode) -> bool:
+        if found or n.get_type() != isl.schedule_node_type.band or \
+                leading_coincident(n) == 0:
+            return not found
+        names = _statements(n)
+        if names & group:
+            m = min(leading_coincident(n), 3)
+            found.append(n.get_prefix_schedule_union_map().flat_range_product(
+                _members(n, 0, m)).intersect_domain(n.get_domain())
+                if group <= names else None)
+            return False
+        return True
+    schedule.get_root().foreach_descendant_top_down(visit)
+    return found[0] if found else None
+
+
+def register_private(scop: Scop, schedule: isl.Schedule, private: frozenset[str]
+                     ) -> frozenset[str]:
+    """The private temps one register per thread point can hold in ``schedule``.
+
+    The thread point of an instance is what the single mapping gives it (seed 004
+    §4.1): the host loops above the temp's kernel band and the band's first (at most
+    three) parallel members.  With every element of the temp in the one register
+    of its point, a read must still see the element it reads in the source: isl's
+    dataflow over the *collapsed* accesses (instance -> its point), in the
+    schedule's order, must find for every read a last write of the same point that
+    wrote the same element.  Gemm's ``acc`` (one element per point) passes; so does
+    a scalar declared inside the ``k`` loop (``float p = A*B; acc += p;``: one
+    element per ``k`` at a point, each read right after its write)."""
+    out = set()
+    full = schedule.get_map()
+    for t in sorted(private):
+        users = {s.name for s in scop.statements if any(a.array == t for a in s.accesses)}
+        point = _kernel_point(schedule, users)
+        if point is None:
+            continue
+        reads = isl.UnionMap.empty(scop.context.get_space())
+        writes = reads
+        for s in scop.statements:
+            for a in s.accesses:
+                if a.array == t:
+                    rel = isl.UnionMap.from_map(a.relation.intersect_domain(s.domain))
+                    if a.is_write:
+                        writes = writes.union(rel)
+                    else:
+                        reads = reads.union(rel)
+        info = isl.UnionAccessInfo.from_sink(point.intersect_domain(reads.domain()))
+        info = info.set_must_source(point.intersect_domain(writes.domain()))
+        info = info.set_schedule_map(full)
+        flow = info.compute_flow().get_may_dependence()
+        same = writes.apply_range(reads.reverse())
+        if flow.is_subset(same) and \
+                reads.domain().intersect_params(scop.context).is_subset(flow.range()):
+            out.add(t)
+    return frozenset(out)
