@@ -130,8 +130,10 @@ def _keep_private_groups(scop: Scop, deps: Dependences, result: ScheduleResult,
     that schedule is kept when it brings more of those groups into one band."""
     groups = private_groups(scop, result.private_temps)
     ok = sum(together(result.schedule, g) for g in groups)
+    if ok == len(groups):
+        return
     nests = top_level_nests(scop)
-    if ok == len(groups) or len(nests) < 2:
+    if len(nests) < 2:
         return
     try:
         parts = [_bounded_schedule(scop, deps, scop.context, "isl", options, domain=d)
