@@ -34,7 +34,9 @@ class ScheduleResult:
     use_superposition: bool = False
     notes: list[Note] = field(default_factory=list)
     #: expanded local scalars written before read in every instance of their loops
-    #: (:func:`.private.private_temps`): the mapping keeps them in registers
+    #: that one register per thread point of their kernel holds
+    #: (:func:`.private.private_temps`, :func:`.private.register_private`): the single
+    #: mapping keeps them in registers, never in memory
     private_temps: frozenset[str] = frozenset()
     #: statement groups fused into one band around a private scalar (their notes)
     fused: list[list[str]] = field(default_factory=list)
