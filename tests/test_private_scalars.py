@@ -237,9 +237,34 @@ def test_a_local_used_after_an_inner_loop(sizes):
 @pytest.mark.parametrize("sizes", [dict(N=40, M=36, K=7), dict(N=5, M=5, K=5),
                                    dict(N=1, M=1, K=1)])
 def test_locals_at_different_depths(sizes):
-    """``s`` per i, ``r`` per (i, j): right on the emulator (whatever the kernels)."""
-    _run(DEPTHS, sizes)
-    _run(DEPTHS, sizes, mapping="single")
+    """``s`` per i, ``r`` per (i, j), ``s`` carried across j: isl's schedule spreads
+    them over five bands, the nest as written keeps them in one kernel (i on
+    threads), both scalars in registers, ``A`` and ``y`` stored once."""
+    for mapping in ("superposition", "single"):
+        c, r = _run(DEPTHS, sizes, mapping=mapping)
+        assert len(c.program.kernels) == 1
+        assert r.counters["stores"] == sizes["N"] * sizes["M"] + sizes["N"]
+        _no_temps(c)
+
+
+D3 = """
+void d3(int N, int M, int K, double A[N][M][K], double B[N][M][K]) {
+  for (int i = 0; i < N; i++)
+    for (int j = 0; j < M; j++)
+      for (int k = 0; k < K; k++) {
+        double t = A[i][j][k] * 2;
+        B[i][j][k] = t * t;
+      }
+}
+"""
+
+
+@pytest.mark.parametrize("sizes", [dict(N=40, M=36, K=7), dict(N=1, M=1, K=1)])
+def test_a_temporary_three_loops_deep(sizes):
+    c, r = _run(D3, sizes)
+    assert len(c.program.kernels) == 1
+    assert r.counters["stores"] == sizes["N"] * sizes["M"] * sizes["K"]
+    _no_temps(c)
 
 
 def test_a_scalar_shared_across_iterations_is_not_private():

@@ -20,7 +20,7 @@ from ..notes import Note
 from ..options import ScheduleOptions
 from ..scop import Scop
 from .private import (by_nest, fuse_private, private_groups, private_temps,
-                      register_private, together, top_level_nests)
+                      register_private, source_tree, together, top_level_nests)
 from .superposition import SuperPlan
 from .isl_config import configure
 
@@ -134,22 +134,31 @@ def _keep_private_groups(scop: Scop, deps: Dependences, result: ScheduleResult,
     ok = sum(together(result.schedule, g) for g in groups)
     if ok == len(groups):
         return
-    nests = top_level_nests(scop)
-    if len(nests) < 2:
-        return
+    dom = scop.domain.intersect_params(scop.context)
+    nests = [n.intersect_params(scop.context) for n in top_level_nests(scop)]
     try:
         parts = [_bounded_schedule(scop, deps, scop.context, "isl", options, domain=d)
-                 for d in nests]
-    except (TimedOut, isl.Error):
+                 for d in nests] if len(nests) > 1 else [result.schedule]
+        parts = [fuse_private(scop, deps.validity, p, result.private_temps)[0]
+                 for p in parts]
+        parts = [p if all(together(p, g) for g in groups if g & _names(n)) else
+                 source_tree(scop, n, deps.validity) for p, n in zip(parts, nests)]
+        sched, fused = fuse_private(scop, deps.validity, by_nest(dom, parts),
+                                    result.private_temps)
+    except (TimedOut, isl.Error, ValueError):
         return
-    dom = scop.domain.intersect_params(scop.context)
-    sched, fused = fuse_private(scop, deps.validity, by_nest(dom, parts),
-                                result.private_temps)
     if sum(together(sched, g) for g in groups) > ok:
         result.schedule, result.fused = sched, fused
-        result.notes.append(Note("schedule", "each outermost loop nest scheduled by itself "
-                                 "(isl's schedule of the whole function split statements "
-                                 "sharing a private local scalar)", kind="decision"))
+        result.notes.append(Note("schedule", "the loop nests holding statements that share "
+                                 "a private local scalar scheduled by themselves (isl's "
+                                 "schedule of the function splits them; as written where "
+                                 "isl's schedule of the nest does too)", kind="decision"))
+
+
+def _names(domain: isl.UnionSet) -> set[str]:
+    out: set[str] = set()
+    domain.foreach_set(lambda s: out.add(s.get_tuple_name()))
+    return out
 
 
 def _bounded_schedule(scop: Scop, deps: Dependences, context: isl.Set | None,

@@ -267,7 +267,7 @@ class _Copier:
                 plans.append(fusion)
                 self.fused.append(sorted(set().union(*(_statements(children[i])
                                                        for i in run))))
-        if len(groups) == 1:                # the whole sequence fused
+        if len(groups) == 1 and plans[0] is not None:      # the whole sequence fused
             return self.fuse(plans[0], dst)
         dst = dst.insert_sequence(self._filters(groups))
         for i, (g, fusion) in enumerate(zip(groups, plans)):
@@ -451,3 +451,77 @@ def register_private(scop: Scop, schedule: isl.Schedule, private: frozenset[str]
                 reads.domain().intersect_params(scop.context).is_subset(flow.range()):
             out.add(t)
     return frozenset(out)
+
+
+def source_tree(scop: Scop, domain: isl.UnionSet, validity: isl.UnionMap) -> isl.Schedule:
+    """The source's own loop structure over ``domain`` as a schedule tree: one
+    single-member band per loop, sequences in textual order, each member marked
+    coincident when no dependence between instances of one iteration of the outer
+    loops crosses its iterations (seed 004 §4.1 then maps the outermost parallel
+    loop).  The fallback for statements sharing a private scalar that isl's
+    schedule spreads over several parallel bands: the scalar's loop nest as
+    written keeps them in one kernel."""
+    depth = {s.name: len(s.iterators) for s in scop.statements}
+    maps: dict[str, isl.Map] = {}
+    scop.schedule.intersect_domain(domain).foreach_map(
+        lambda m: maps.__setitem__(m.get_tuple_name(isl.dim_type.in_), m))
+    deps = validity.intersect_domain(domain).intersect_range(domain)
+
+    def constant(name: str, pos: int) -> int:
+        m = maps[name]
+        r = m.range().project_out(isl.dim_type.set, pos + 1, m.dim(isl.dim_type.out) - pos - 1)
+        r = r.project_out(isl.dim_type.set, 0, pos)
+        return int(r.sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python())
+
+    def member(names: list[str], pos: int) -> isl.MultiUnionPwAff:
+        um = None
+        for n in names:
+            m = maps[n]
+            m = m.project_out(isl.dim_type.out, pos + 1, m.dim(isl.dim_type.out) - pos - 1)
+            m = m.project_out(isl.dim_type.out, 0, pos)
+            um = isl.UnionMap.from_map(m) if um is None else um.union(isl.UnionMap.from_map(m))
+        return isl.MultiUnionPwAff.from_union_map(um)
+
+    def filt(names: list[str]) -> isl.UnionSet:
+        out = None
+        for n in names:
+            d = isl.UnionSet.from_set(maps[n].domain())
+            out = d if out is None else out.union(d)
+        return out
+
+    def build(node: isl.ScheduleNode, names: list[str], pos: int) -> isl.ScheduleNode:
+        if pos % 2 == 1:                     # the loop at depth pos // 2
+            node = node.insert_partial_schedule(member(names, pos))
+            same = node.get_prefix_schedule_union_map()
+            same = same.apply_range(same.reverse())
+            d = deps.intersect(same).intersect_domain(filt(names)).intersect_range(filt(names))
+            f = isl.UnionMap.from_multi_union_pw_aff(node.band_get_partial_schedule())
+            node = node.band_set_permutable(1)
+            node = node.band_member_set_coincident(
+                0, int(d.is_empty() or _all_zero(d.apply_domain(f).apply_range(f).deltas())))
+            return build(node.child(0), names, pos + 1).parent()
+        groups: dict[int, list[str]] = {}
+        for n in names:
+            groups.setdefault(constant(n, pos), []).append(n)
+        for grp in groups.values():
+            if len({2 * depth[n] == pos for n in grp}) > 1:
+                raise ValueError("a statement and a loop at one textual position")
+        keys = sorted(groups)
+        if len(keys) == 1:
+            grp = groups[keys[0]]
+            return node if 2 * depth[grp[0]] == pos else build(node, grp, pos + 1)
+        lst = isl.UnionSetList.alloc(node.get_ctx(), len(keys))
+        for k in keys:
+            lst = lst.add(filt(groups[k]))
+        node = node.insert_sequence(lst)
+        for i, k in enumerate(keys):
+            grp = groups[k]
+            at = node.child(i).child(0)
+            if 2 * depth[grp[0]] != pos:
+                at = build(at, grp, pos + 1)
+            node = at.parent().parent()
+        return node
+
+    names = sorted(maps, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
+    root = isl.Schedule.from_domain(domain).get_root().child(0)
+    return build(root, names, 0).get_schedule()
