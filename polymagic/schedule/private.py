@@ -190,17 +190,22 @@ def _zero_point(space: isl.Space) -> isl.Set:
 
 def _runs(children: list[isl.ScheduleNode], users: dict[str, set[str]]
           ) -> list[list[int]]:
-    """Consecutive children linked by a private temp (some temp used by statements
-    of both), as runs of child indices; other children alone."""
-    stmts = [_statements(c) for c in children]
-    temps = [set().union(*(users.get(s, set()) for s in st)) for st in stmts]
+    """The children as runs of consecutive indices: each private temp's span (from
+    the first child using it to the last) lies in one run; other children alone."""
+    temps = [set().union(*(users.get(s, set()) for s in _statements(c))) for c in children]
+    reach = list(range(len(children)))        # the last child a run from here must hold
+    for t in set().union(*temps):
+        at = [i for i, ts in enumerate(temps) if t in ts]
+        for i in range(at[0], at[-1] + 1):
+            reach[i] = max(reach[i], at[-1])
     runs: list[list[int]] = []
+    end = -1
     for i in range(len(children)):
-        if runs and any(temps[i] & temps[j] for j in runs[-1]):
-            # a later child may still use a temp of the run: link the whole span
+        if i <= end:
             runs[-1].append(i)
         else:
             runs.append([i])
+        end = max(end, reach[i])
     return runs
 
 
@@ -258,7 +263,11 @@ class _Copier:
         groups: list[list[isl.ScheduleNode]] = []
         plans: list[_Fusion | None] = []
         for run in _runs(children, self.users):
-            fusion = _plan([children[i] for i in run], self.validity) if len(run) > 1 else None
+            try:
+                fusion = _plan([children[i] for i in run], self.validity) \
+                    if len(run) > 1 else None
+            except IndexError:               # a statement without instances
+                fusion = None
             if fusion is None:
                 groups += [[children[i]] for i in run]
                 plans += [None] * len(run)
