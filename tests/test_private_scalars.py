@@ -288,3 +288,16 @@ def test_fusion_note_and_no_fusion_without_private_scalars():
         "C[i][j] = alpha * acc + beta * C[i][j];", "")
     c, _ = _run(plain, dict(NI=5, NJ=5, NK=5))
     assert not any("fused into one band" in line for line in c.note_lines)
+
+
+@pytest.mark.parametrize("src", [GEMM, SYRK, DEPTHS, INNER], ids=["gemm", "syrk", "depths",
+                                                                   "inner"])
+def test_the_cuda_compiles_with_nvrtc(src):
+    """The registers (one per point a thread owns, unrolled constant-trip point loops)
+    are valid CUDA for sm_90."""
+    from polymagic.codegen.nvrtc import compile_cuda
+    c = compile_source(src, Options(target="emulator"))
+    ptx = compile_cuda(c.cuda, "sm_90").decode(errors="replace")
+    for k in c.program.kernels:
+        assert f".entry {k}" in ptx
+    _no_temps(c)
