@@ -267,6 +267,8 @@ class SingleMapper(TimeKernels):
             private = frozenset(t for t in self.private if all(
                 s.name in here for s in self.scop.statements
                 if any(a.array == t for a in s.accesses)))
+            if self.options.shared == "all":     # every partition buffered, private too
+                private = frozenset()
             regs, lines = plan_registers(self.scop, domain, point, name[3:],
                                          [mm.loop for mm in members],
                                          [member_text(full, i) for i in range(m, n)],
