@@ -179,6 +179,16 @@ def test_gemm_without_registers_keeps_the_temp_in_memory():
     assert len(c.program.kernels) == 1
 
 
+def test_gemm_with_shared_all_buffers_the_scalar_without_copies():
+    """--shared all buffers every partition, the private scalar's too: a block-local
+    buffer never loaded nor stored (seed 000 §3.1.4), still one kernel."""
+    sizes = dict(NI=37, NJ=33, NK=20)
+    c, r = _run(GEMM, sizes, shared="all")
+    assert len(c.program.kernels) == 1
+    assert r.counters["stores"] == sizes["NI"] * sizes["NJ"]
+    _no_temps(c)
+
+
 @pytest.mark.parametrize("sizes", [dict(NI=70, NJ=66, NK=50, NL=40),
                                    dict(NI=37, NJ=41, NK=33, NL=35),
                                    dict(NI=1, NJ=1, NK=1, NL=1), dict(NI=5, NJ=5, NK=5, NL=5)])
