@@ -30,7 +30,8 @@ def promote_plan_registers(plan: KernelPlan, body: list[kir.Stmt], buffers: list
                 targets[n], owner[n] = r.ctype, r
     members = [(mm.axis, mm.tile, mm.threads) for mm in plan.members
                if getattr(plan, "member_points", True)]
-    body, decls, result = promote_registers(body, targets, members)
+    private = frozenset(n for n in targets if owner[n].private)
+    body, decls, result = promote_registers(body, targets, members, private)
     kname = plan.name[len("pm_"):]
     for n, (made, skipped, once) in result.items():
         owner[n].registers += made

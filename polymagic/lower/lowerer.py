@@ -526,7 +526,11 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
         if host_depends_on_ids(ast, list(kernel_marks(mapping.schedule))):
             low, ast = _generate_per_kernel(build, scop, mapping, settings)
     host = low.block(ast, False)
-    arrays = {n: kir.ArrayDecl(n, a.ctype, a.shape, kind=a.kind) for n, a in scop.arrays.items()}
+    # a temp no kernel reaches in global memory (a private local scalar kept in
+    # registers, memory.registers) is neither allocated nor passed
+    used = {a for k in low.kernels.values() for a in k.arrays}
+    arrays = {n: kir.ArrayDecl(n, a.ctype, a.shape, kind=a.kind) for n, a in scop.arrays.items()
+              if a.kind != "temp" or n in used}
     scalars = {p.name: p.ctype for p in scop.scalar_params}
     return kir.Program(scop.name, arrays, scop.size_params, scalars, host, low.kernels,
                        constants=dict(mapping.constants),

@@ -32,7 +32,8 @@ from ..isl_util import has_parallelism, leading_coincident, param_id
 from ..memory.constant import ConstantChooser
 from ..memory.localcode import LocalBuffer
 from ..memory.plan import (CopyNamer, KernelMemory, atomic, drop_register_buffers,
-                           graft_copies, is_decision_about, memory_note, plan_kernel_memory)
+                           graft_copies, is_decision_about, keep_private_in_registers,
+                           memory_note, plan_kernel_memory)
 from ..notes import Note
 from ..options import CompileOptions, per_thread_tile
 from ..schedule import ScheduleResult
@@ -61,6 +62,8 @@ class SingleMapper(TimeKernels):
         self.namer = CopyNamer()
         self.local_copies: dict[str, tuple[str, LocalBuffer]] = {}
         self.constants = ConstantChooser(scop, options.sizes)
+        #: private local scalars (ScheduleResult.private_temps): registers only
+        self.private: frozenset[str] = frozenset()
 
     def new_name(self) -> str:
         return f"{MARK_PREFIX}{len(self.plans)}"
@@ -260,15 +263,22 @@ class SingleMapper(TimeKernels):
             point = host_prefix.flat_range_product(isl.UnionMap.from_multi_union_pw_aff(mapped))
             if plan.memory is None:
                 plan.memory = KernelMemory()
+            here = set(plan.statements)
+            private = frozenset(t for t in self.private if all(
+                s.name in here for s in self.scop.statements
+                if any(a.array == t for a in s.accesses)))
+            if self.options.shared == "all":     # every partition buffered, private too
+                private = frozenset()
             regs, lines = plan_registers(self.scop, domain, point, name[3:],
                                          [mm.loop for mm in members],
                                          [member_text(full, i) for i in range(m, n)],
-                                         n_host=node.get_schedule_depth())
+                                         n_host=node.get_schedule_depth(), private=private)
             for r in regs:
                 r.line += len(plan.memory.decisions)
             plan.memory.registers, plan.memory.decisions = regs, plan.memory.decisions + lines
             drop_register_buffers(plan.memory, name[3:], self.options,
                                   math.prod(-(-mm.tile // mm.threads) for mm in members))
+            keep_private_in_registers(plan.memory, name[3:], private)
         jams = self.per_thread is not None and rectangular      # see jam_point_band below
         if s and not jams and not (plan.memory and plan.memory.buffers):
             memory = plan.memory or KernelMemory()
@@ -348,6 +358,7 @@ def map_single(scop: Scop, sched: ScheduleResult, options: CompileOptions,
     """Seed 004 §4.1's mapping of ``sched``'s tree: tiled and marked, one plan per
     kernel."""
     mapper = SingleMapper(scop, options, observer)
+    mapper.private = sched.private_temps
     root = sched.schedule.align_params(mapped_param_space(scop)).get_root()
     node = mapper.visit(root.child(0)) if root.n_children() else root
     return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops,

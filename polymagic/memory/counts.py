@@ -125,6 +125,9 @@ def predict_counts(scop: Scop, mapping: MappedKernels, sizes: Mapping[str, int],
             if any(a.array == r.array and a.is_write for st in r.statements
                    for a in scop.statement(st).accesses):
                 kc.stores += n_points
+        # a private local scalar promoted to registers never touches memory
+        private = {r.array for r in (plan.memory.registers if plan.memory else [])
+                   if r.private and r.registers}
         trees = {r.stmt: r for r in mapping.reductions.values()}
         refs = refs | _shared_partner_reads(scop, trees)
         for sname in plan.statements:
@@ -141,7 +144,7 @@ def predict_counts(scop: Scop, mapping: MappedKernels, sizes: Mapping[str, int],
                 kc.loads += outer * (1 if tree.op in ("+", "*") else 1 + threads)
                 kc.stores += outer
             for k, acc in enumerate(stmt.accesses):
-                if (sname, k) in refs or acc.array in regs:
+                if (sname, k) in refs or acc.array in regs or acc.array in private:
                     continue
                 if tree is not None and acc.array == stmt.body.target.array:
                     continue

@@ -417,6 +417,30 @@ def drop_register_buffers(mem: KernelMemory, kernel: str, options: CompileOption
     return dropped
 
 
+def keep_private_in_registers(mem: KernelMemory, kernel: str, private: frozenset[str]
+                              ) -> list[str]:
+    """Private local scalars (:func:`polymagic.schedule.private.private_temps`: written
+    before read in every instance of their loops, dead after) planned into registers
+    live only there (seed 004 §4.2): the register is never loaded nor stored
+    (:attr:`.registers.RegisterPlan.private`), so any buffer of theirs is dropped and
+    the array is never touched in global memory.  Returns those arrays."""
+    regs = [r for r in mem.registers if r.array in private]
+    if not regs:
+        return []
+    names = [r.array for r in regs]
+    for r in regs:
+        r.private = True
+    mem.buffers = [b for b in mem.buffers if b.array not in names]
+    lines = {r.line for r in mem.registers}
+    for i, d in enumerate(mem.decisions):
+        if is_decision_about(d, kernel, names) and d.stage != "registers" and i not in lines:
+            mem.decisions[i] = replace(d, stage="registers", kind="decision",
+                                       text="not buffered (a private local scalar: kept in a "
+                                       "register of the thread owning the point, never in "
+                                       "memory)")
+    return names
+
+
 # ---- copy code in the schedule tree ---------------------------------------------
 
 #: 16-byte vector types of the element types (seed 002 §3.4: float4/double2 accesses).

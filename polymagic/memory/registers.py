@@ -55,6 +55,9 @@ class RegisterPlan:
     # accessed by its global name, loaded once per thread point before all the sequential
     # loops of the kernel and stored once after them (memory.counts predicts this)
     once_per_point: bool = False
+    # a private local scalar (written before read at every thread point, dead after):
+    # the register is never loaded nor stored (memory.plan.keep_private_in_registers)
+    private: bool = False
 
 
 def _texts(names: list[str]) -> str:
@@ -84,13 +87,14 @@ PLAN_OPERATIONS = 2_000_000
 
 def plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
                    kernel: str, thread_loops: list[str], seq_loops: list[str],
-                   n_host: int = 0) -> tuple[list[RegisterPlan], list[Note]]:
+                   n_host: int = 0, private: frozenset[str] = frozenset()
+                   ) -> tuple[list[RegisterPlan], list[Note]]:
     """:func:`_plan_registers` under an isl operation budget."""
     from ..isl_util import OperationBudget
     try:
         with OperationBudget(scop.context.get_ctx(), PLAN_OPERATIONS):
             return _plan_registers(scop, domain, point, kernel, thread_loops, seq_loops,
-                                   n_host)
+                                   n_host, private)
     except isl.Error:
         return [], [Note("registers", f"no registers: planning them took more than "
                          f"{PLAN_OPERATIONS} isl operations", kernel=kernel, kind="fallback")]
@@ -98,12 +102,16 @@ def plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
 
 def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
                     kernel: str, thread_loops: list[str], seq_loops: list[str],
-                    n_host: int = 0) -> tuple[list[RegisterPlan], list[Note]]:
+                    n_host: int = 0, private: frozenset[str] = frozenset()
+                    ) -> tuple[list[RegisterPlan], list[Note]]:
     """Seed 004 §4.2: the arrays of a kernel whose elements stay in registers.
 
     ``domain`` holds the kernel's statement instances, ``point`` maps each to its
     thread point (the ``n_host`` host loops, then the mapped band members).  Returns the plans and one
-    decision line per array accessed by the kernel."""
+    decision line per array accessed by the kernel.  ``private``: private local
+    scalars one register per thread point holds whole
+    (:func:`polymagic.schedule.private.register_private`), planned even when their
+    subscripts vary with the sequential loops (a scalar declared inside them)."""
     point = point.intersect_domain(domain)
     plans: list[RegisterPlan] = []
     lines: list[Note] = []
@@ -125,6 +133,20 @@ def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
             return Note("registers", text, kernel=kernel, subject=array)
         if not scop.arrays[array].shape:
             lines.append(head("not in a register (a scalar shared by every thread)"))
+            continue
+        if array in private and _private(per_point, n_host):
+            stmts = sorted({s.name for s, _ in refs},
+                           key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
+            touching = isl.UnionSet.empty(domain.get_space())
+            for s, _ in refs:
+                touching = touching.union(domain.intersect(isl.UnionSet.from_set(s.domain)))
+            reason = ("a private local scalar, one register per thread point of the thread "
+                      f"loops {_texts(thread_loops)}")
+            plan = RegisterPlan(array, scop.arrays[array].ctype, stmts, reason, line=len(lines),
+                                points=isl.Set.from_union_set(
+                                    point.intersect_domain(touching).range()), private=True)
+            lines.append(head(f"register planned ({reason})"))
+            plans.append(plan)
             continue
         if not per_point.is_single_valued():
             lines.append(head("not in a register (its subscripts vary with loops other "
@@ -183,6 +205,13 @@ def _bound(body: list[kir.Stmt]) -> set[str]:
 
 def _names_in(c: kir.Compute, name: str) -> list[Access]:
     return [a for a in accesses(c.assign.target) + accesses(c.assign.value) if a.array == name]
+
+
+def _converted(loop: kir.Loop) -> bool:
+    """A thread point loop an earlier register of the kernel made constant-trip
+    (``for (p_u = 0; p_u <= t - 1; p_u++)``, see ``RegisterPromoter.hoist``)."""
+    return loop.unroll and loop.var.endswith("_u") and loop.step == 1 and \
+        loop.lower == Int(0) and isinstance(loop.upper, Int)
 
 
 class _Else:
@@ -267,8 +296,12 @@ class RegisterPromoter:
                 out.append(s)
         return out
 
-    def hoist(self, L: kir.Loop, name: str, ctype: str) -> list[kir.Stmt] | str:
-        """Load before ``L``, store after it, the register inside; or why not."""
+    def hoist(self, L: kir.Loop, name: str, ctype: str, private: bool = False
+              ) -> list[kir.Stmt] | str:
+        """Load before ``L``, store after it, the register inside; or why not.
+        ``private``: a private local scalar, never loaded nor stored, so the guards
+        around its references and the loops that may not run do not matter; only the
+        thread point loops around them index the register."""
         sites = _sites(L.body, name, [])
         inner = _bound(L.body) | {L.var}
         index = None
@@ -294,6 +327,10 @@ class RegisterPromoter:
             pvars = {s.var for s in chosen}
             rep = []
             for s in path:
+                if private:
+                    if any(s is x for x in chosen):
+                        rep.append(s)
+                    continue
                 if isinstance(s, _Else):
                     return "the reference is in an else branch"
                 if isinstance(s, kir.If):
@@ -315,13 +352,13 @@ class RegisterPromoter:
         loops = [s for s in keep if isinstance(s, kir.Loop)]
         trips = []
         for lp in loops:
-            t = self.trips(lp)
+            t = self.trips(lp) if not (private and _converted(lp)) else lp.upper.value + 1
             if t is None:
                 return (f"the thread point loop {lp.var} has no constant trip count "
                         "(one register per point needs one)")
             trips.append(t)
-        overwrites = _overwrites(sites[0][1], name)
-        if overwrites and not _first_iteration(sites[0][0], loops):
+        overwrites = private or _overwrites(sites[0][1], name)
+        if overwrites and not private and not _first_iteration(sites[0][0], loops):
             return (f"its first reference inside loop {L.var} overwrites the element under "
                     "a loop that may not run (the register's load would be needed and "
                     "read an undefined value)")
@@ -331,7 +368,8 @@ class RegisterPromoter:
         rname = f"pm_r{self.n}_{name}"
         self.n += 1
         self.decls.append(kir.RegisterDecl(rname, ctype, (nregs,) if loops else ()))
-        uvar = {id(lp): f"{lp.var}_u" for lp in loops}
+        uvar = {id(lp): lp.var if private and _converted(lp) else f"{lp.var}_u"
+                for lp in loops}
         reg_idx: Expr | None = None
         for lp, t in zip(loops, trips):
             reg_idx = Var(uvar[id(lp)]) if reg_idx is None else \
@@ -341,6 +379,8 @@ class RegisterPromoter:
 
         def const_trip(lp: kir.Loop, t: int, body: list[kir.Stmt]) -> kir.Loop:
             u = uvar[id(lp)]
+            if u == lp.var:                  # made constant-trip by an earlier register
+                return kir.Loop(u, lp.lower, lp.upper, 1, body, unroll=True)
             first = Binary("+", lp.lower, Binary("*", Int(lp.step), Var(u)))
             return kir.Loop(u, Int(0), Int(t - 1), 1,
                             [kir.Let(lp.var, first),
@@ -381,7 +421,7 @@ class RegisterPromoter:
         block = [] if overwrites else \
             nest(kir.Compute(f"pm_rin_{rname}", Assign(reg, "=", glob)))
         block += [new_L]
-        if written:
+        if written and not private:
             block += nest(kir.Compute(f"pm_rout_{rname}", Assign(glob, "=", reg)))
         if isinstance(L.lower, Int) and isinstance(L.upper, Int) and \
                 L.lower.value <= L.upper.value:
@@ -390,13 +430,15 @@ class RegisterPromoter:
 
 
 def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
+                      private: frozenset[str] = frozenset()
                       ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl],
                                  dict[str, tuple[list[str], list[str], bool]]]:
     """Apply register plans to a kernel body.
 
     ``targets`` maps each access name to promote (an array, or its shared buffer) to
     its C type; ``members`` lists ``(axis, tile, threads)`` of the mapped band
-    members.  Returns the new body, the register declarations, and per name the
+    members; ``private`` names the private local scalars among them
+    (:func:`_promote_private`).  Returns the new body, the register declarations, and per name the
     registers made, the reasons sites were skipped, and whether every access now
     goes through one hoist around which only thread point loops lie (one load and
     one store per thread point)."""
@@ -405,13 +447,112 @@ def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
     for name, ctype in targets.items():
         before = len(pr.decls)
         pr.reasons, pr.hoists, pr.enclosing = [], [], []
-        body = pr.run(body, name, ctype)
+        if name in private:
+            body = _promote_private(pr, body, name, ctype)
+        else:
+            body = pr.run(body, name, ctype)
         made = [d.name + "".join(f"[{n}]" for n in d.shape) for d in pr.decls[before:]]
         left = [s for s, _ in _sites(body, name, [])
                 if not _s_is_register_copy(_, pr.decls[before:])] if made else []
         once = len(pr.hoists) == 1 and pr.hoists[0] and not left
         result[name] = (made, [] if made else list(pr.reasons), once)
     return body, pr.decls, result
+
+
+def _promote_private(pr: RegisterPromoter, body: list[kir.Stmt], name: str, ctype: str
+                     ) -> list[kir.Stmt]:
+    """A private local scalar (:attr:`RegisterPlan.private`) in a register for the
+    whole kernel, or not at all: every reference goes to the register of its thread
+    point, none is loaded or stored.  The point is what the thread point loops
+    around the reference say (the cyclic ``for (p = t; ...; p += B)`` of each axis
+    where a thread owns several points, made constant-trip and unrolled so the
+    register index is a compile-time constant), whatever its subscripts (the
+    schedule stage checked that one register per point holds every value read:
+    :func:`polymagic.schedule.private.register_private`).  Promoting only some
+    references would lose the values flowing between them, so a body where one
+    reference lies outside a point loop of some axis (isl unrolled or specialised
+    it) is returned unchanged (the array stays in global memory), with the reason
+    in ``pr.reasons``."""
+    axes = [(a, -(-tile // threads), threads) for a, tile, threads in pr.members
+            if threads < tile]
+    sites = _sites(body, name, [])
+    if not sites:
+        return body
+
+    def axis_of(lp: kir.Loop) -> str | None:
+        for a, _t, threads in axes:
+            tid = Var(kir.THREAD_IDS[a])
+            if lp.step == threads and not lp.unroll and tid.name in _vars(lp.lower):
+                return a
+            if _converted(lp) and lp.body and isinstance(lp.body[0], kir.Let) and \
+                    lp.body[0].value == Binary("+", tid, Binary("*", Int(threads),
+                                                                Var(lp.var))):
+                return a
+        return None
+
+    convert: dict[int, kir.Loop] = {}
+    for path, _c in sites:
+        seen = {}
+        for s in path:
+            if isinstance(s, kir.Loop) and axis_of(s) is not None:
+                seen.setdefault(axis_of(s), s)
+        if sorted(seen) != sorted(a for a, _t, _b in axes):
+            pr.reasons.append("a reference outside the thread point loops of its axes")
+            return body
+        convert.update({id(lp): lp for lp in seen.values()})
+    nregs = math.prod(t for _a, t, _b in axes)
+    if nregs > MAX_REGISTERS:
+        pr.reasons.append(f"{nregs} points per thread need more than {MAX_REGISTERS} "
+                          "registers")
+        return body
+    rname = f"pm_r{pr.n}_{name}"
+    pr.n += 1
+    pr.decls.append(kir.RegisterDecl(rname, ctype, (nregs,) if axes else ()))
+    pr.hoists.append(False)
+
+    def rewrite(stmts: list[kir.Stmt], us: dict[str, str]) -> list[kir.Stmt]:
+        out: list[kir.Stmt] = []
+        for s in stmts:
+            if isinstance(s, kir.Loop) and id(s) in convert:
+                a = axis_of(s)
+                t, threads = next((t, b) for x, t, b in axes if x == a)
+                if _converted(s):
+                    out.append(kir.Loop(s.var, s.lower, s.upper, 1,
+                                        rewrite(s.body, {**us, a: s.var}), True))
+                    continue
+                # the canonical form p = t + B*u, so that u names the same point in
+                # every loop of the axis whatever its lower bound (isl's lower bound
+                # of a cyclic loop is congruent to t mod B; a triangular tile's is
+                # max(t, ...))
+                u = f"{s.var}_u"
+                tid = Var(kir.THREAD_IDS[a])
+                first = Binary("+", tid, Binary("*", Int(threads), Var(u)))
+                inside = Binary("<=", Var(s.var), s.upper)
+                if s.lower != tid:
+                    inside = Binary("&&", Binary(">=", Var(s.var), s.lower), inside)
+                inner = rewrite(s.body, {**us, a: u})
+                out.append(kir.Loop(u, Int(0), Int(t - 1), 1,
+                                    [kir.Let(s.var, first), kir.If(inside, inner)],
+                                    unroll=True))
+            elif isinstance(s, kir.Loop):
+                out.append(kir.Loop(s.var, s.lower, s.upper, s.step, rewrite(s.body, us),
+                                    s.unroll))
+            elif isinstance(s, kir.If):
+                out.append(kir.If(s.cond, rewrite(s.then, us), rewrite(s.orelse, us)))
+            elif isinstance(s, kir.Compute) and _names_in(s, name):
+                idx: Expr | None = None
+                for a, t, _b in axes:
+                    idx = Var(us[a]) if idx is None else \
+                        Binary("+", Binary("*", idx, Int(t)), Var(us[a]))
+                reg = Access(rname, (idx,) if idx is not None else ())
+                f = (lambda e: reg if isinstance(e, Access) and e.array == name else None)
+                t_ = reg if s.assign.target.array == name else map_expr(s.assign.target, f)
+                out.append(kir.Compute(s.stmt, Assign(t_, s.assign.op,
+                                                      map_expr(s.assign.value, f))))
+            else:
+                out.append(s)
+        return out
+    return rewrite(body, {})
 
 
 def _s_is_register_copy(c: kir.Compute, decls: list[kir.RegisterDecl]) -> bool:

@@ -19,6 +19,8 @@ from ..isl_util import OperationBudget, TimedOut, in_child
 from ..notes import Note
 from ..options import ScheduleOptions
 from ..scop import Scop
+from .private import (by_nest, fuse_private, private_groups, private_temps,
+                      register_private, source_tree, together, top_level_nests)
 from .superposition import SuperPlan
 from .isl_config import configure
 
@@ -31,6 +33,13 @@ class ScheduleResult:
     #: the plan is legal and is what the mapping emits (else the single mapping is used)
     use_superposition: bool = False
     notes: list[Note] = field(default_factory=list)
+    #: expanded local scalars written before read in every instance of their loops
+    #: that one register per thread point of their kernel holds
+    #: (:func:`.private.private_temps`, :func:`.private.register_private`): the single
+    #: mapping keeps them in registers, never in memory
+    private_temps: frozenset[str] = frozenset()
+    #: statement groups fused into one band around a private scalar (their notes)
+    fused: list[list[str]] = field(default_factory=list)
 
     def describe(self) -> str:
         text = "single schedule (isl scheduler; blocks and threads share it):\n" + \
@@ -51,6 +60,15 @@ def compute_schedule(scop: Scop, deps: Dependences, options: ScheduleOptions | N
     notes: list[Note] = []
     result = ScheduleResult(_isl_schedule(scop, deps, notes, options))
     result.notes.extend(notes)
+    result.private_temps = private_temps(scop)
+    result.schedule, result.fused = fuse_private(scop, deps.validity, result.schedule,
+                                                 result.private_temps)
+    _keep_private_groups(scop, deps, result, options)
+    result.private_temps = register_private(scop, result.schedule, result.private_temps)
+    for group in result.fused:
+        result.notes.append(Note("schedule", f"{', '.join(group)} fused into one band: they "
+                                 "share a private local scalar, kept per thread point "
+                                 "(seed 004 §4.1-4.2)", kind="decision"))
     if options.time_tiling:
         from ..timeblock import time_tiled_schedule
         tiled, why = time_tiled_schedule(scop, deps, options.time_tiling)
@@ -105,8 +123,47 @@ def _isl_schedule(scop: Scop, deps: Dependences, notes: list[Note] | None = None
     return source_order(scop)
 
 
+def _keep_private_groups(scop: Scop, deps: Dependences, result: ScheduleResult,
+                         options: ScheduleOptions) -> None:
+    """When isl's schedule, even fused (:func:`.private.fuse_private`), spreads the
+    statements sharing a private local scalar over several parallel bands (isl fuses
+    across the source's outermost nests: 2mm's ``tmp = s`` with the second product),
+    each outermost nest is scheduled by itself, in source order, and fused again;
+    that schedule is kept when it brings more of those groups into one band."""
+    groups = private_groups(scop, result.private_temps)
+    ok = sum(together(result.schedule, g) for g in groups)
+    if ok == len(groups):
+        return
+    dom = scop.domain.intersect_params(scop.context)
+    nests = [n.intersect_params(scop.context) for n in top_level_nests(scop)]
+    try:
+        parts = [_bounded_schedule(scop, deps, scop.context, "isl", options, domain=d)
+                 for d in nests] if len(nests) > 1 else [result.schedule]
+        parts = [fuse_private(scop, deps.validity, p, result.private_temps)[0]
+                 for p in parts]
+        parts = [p if all(together(p, g) for g in groups if g & _names(n)) else
+                 source_tree(scop, n, deps.validity) for p, n in zip(parts, nests)]
+        sched, fused = fuse_private(scop, deps.validity, by_nest(dom, parts),
+                                    result.private_temps)
+    except (TimedOut, isl.Error, ValueError):
+        return
+    if sum(together(sched, g) for g in groups) > ok:
+        result.schedule, result.fused = sched, fused
+        result.notes.append(Note("schedule", "the loop nests holding statements that share "
+                                 "a private local scalar scheduled by themselves (isl's "
+                                 "schedule of the function splits them; as written where "
+                                 "isl's schedule of the nest does too)", kind="decision"))
+
+
+def _names(domain: isl.UnionSet) -> set[str]:
+    out: set[str] = set()
+    domain.foreach_set(lambda s: out.add(s.get_tuple_name()))
+    return out
+
+
 def _bounded_schedule(scop: Scop, deps: Dependences, context: isl.Set | None,
-                      algorithm: str, options: ScheduleOptions) -> isl.Schedule:
+                      algorithm: str, options: ScheduleOptions,
+                      domain: isl.UnionSet | None = None) -> isl.Schedule:
     """isl's ``compute_schedule`` with ``algorithm`` ('isl' or 'feautrier') under
     ``options.schedule_operations``, in a child process killed after
     ``options.schedule_seconds`` (its integer programs ignore the operation budget).
@@ -116,8 +173,9 @@ def _bounded_schedule(scop: Scop, deps: Dependences, context: isl.Set | None,
     ``isl.Error``."""
     ctx = scop.context.get_ctx()
     configure(ctx)
-    dom = scop.domain.intersect_params(scop.context)
-    validity = deps.validity
+    dom = (scop.domain if domain is None else domain).intersect_params(scop.context)
+    validity = deps.validity if domain is None else \
+        deps.validity.intersect_domain(dom).intersect_range(dom)
 
     def compute() -> isl.Schedule:
         sc = isl.ScheduleConstraints.on_domain(dom)
@@ -259,6 +317,14 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
             "without skewing (seed 003 §5.1 forms) while isl's schedule has parallel "
             "loops there: single mapping used"))
         return
+    split = _split_private(plan, [g for g in private_groups(scop, result.private_temps)
+                                  if together(result.schedule, g)])
+    if split:
+        result.notes.append(_superposition_note(
+            f"superposition puts {', '.join(split)} in separate kernels, which share a "
+            "private local scalar kept per thread point in the single schedule: single "
+            "mapping used"))
+        return
     gains = _coalescing_gains(plan, result.schedule)
     if not gains and options.require_gain:
         result.notes.append(_superposition_note(
@@ -271,6 +337,17 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     if gains:
         result.notes.append(_superposition_note(
             "superposition: better coalescing (DL model) for " + ", ".join(gains)))
+
+
+def _split_private(plan, groups: list[set[str]]) -> list[str]:
+    """The first group of statements sharing a private local scalar, kept in one
+    parallel band by the single schedule, that the superposition spreads over
+    several kernels (with the scalar in global memory between them), or []."""
+    for group in groups:
+        kernels = {i for i, k in enumerate(plan.kernels()) for s in k.statements if s in group}
+        if len(kernels) > 1:
+            return sorted(group, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
+    return []
 
 
 def _superposition_note(text: str, kind: str = "decision") -> Note:
