@@ -38,6 +38,8 @@ from ..options import CompileOptions, per_thread_tile
 from ..schedule import ScheduleResult
 from ..scop import Scop
 from ..timeblock import TIME_TILES_MARK
+from .full_tiles import full_tiles, isolate_full_tiles
+from .register_tiles import BLOCK_TILE, POINTS, compute_bound
 from .observer import NO_OBSERVER, BandEvent, MappingObserver
 from .result import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, MARK_PREFIX, KernelPlan,
                      MappedMember, MappingResult)
@@ -61,6 +63,8 @@ class SingleMapper(TimeKernels):
         self.namer = CopyNamer()
         self.local_copies: dict[str, tuple[str, LocalBuffer]] = {}
         self.constants = ConstantChooser(scop, options.sizes)
+        # (block tile, points per thread) chosen for the band being mapped, by default
+        self.band_default: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
     def new_name(self) -> str:
         return f"{MARK_PREFIX}{len(self.plans)}"
@@ -127,8 +131,9 @@ class SingleMapper(TimeKernels):
 
     def tile_sizes(self, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Tile sizes (outermost member first) and threads per member (outermost first)."""
-        tiles = list(self.options.tile or DEFAULT_TILES[m])
-        tiles = (tiles + list(DEFAULT_TILES[m]))[:m] if len(tiles) < m else tiles[:m]
+        default = self.band_default[0] if self.band_default else DEFAULT_TILES[m]
+        tiles = list(self.options.tile or default)
+        tiles = (tiles + list(default))[:m] if len(tiles) < m else tiles[:m]
         per = self.per_thread
         if per is not None:
             # seed 000 §4.1, inner tiles per thread: T_j / t_j threads along member j,
@@ -150,7 +155,23 @@ class SingleMapper(TimeKernels):
     @property
     def per_thread(self) -> tuple[int, ...] | None:
         """Points per thread along the block-tile members (``--tile T:t``), or None."""
+        if self.band_default:
+            return self.band_default[1]
         return per_thread_tile(self.options.tile_levels, self.options.block)
+
+    def default_register_tile(self, node: isl.ScheduleNode) -> None:
+        """Issue 16: register tiles by default on a compute-bound band
+        (:func:`.register_tiles.compute_bound`) when no tile, block or per-thread
+        size is given; sets :attr:`band_default` for the band being mapped."""
+        self.band_default = None
+        o = self.options
+        if o.tile is not None or o.block is not None or o.tile_levels or not o.registers:
+            return
+        n = node.band_n_member()
+        if compute_bound(self.scop, node.band_get_partial_schedule(), node.get_domain(),
+                         min(leading_coincident(node), 3), n, node.band_get_permutable()) \
+                and is_rectangular(node.band_get_partial_schedule()):
+            self.band_default = (BLOCK_TILE, POINTS)
 
     def jam_point_band(self, inner: isl.ScheduleNode, m: int, s: int) -> isl.ScheduleNode:
         """Unroll-and-jam for per-thread tiles (seed 000 §4.1 register tiling, seed 004
@@ -188,6 +209,8 @@ class SingleMapper(TimeKernels):
         AST generator (fuzz finding 36: tiles 33,34 over a three-statement band with
         parametric members, over 40M operations with the sub-tile band, 1 s without)."""
         name = self.new_name()
+        if reuse is None:
+            self.default_register_tile(node)
         original = node
         n = node.band_n_member()
         m = min(leading_coincident(node), 3)
@@ -286,6 +309,12 @@ class SingleMapper(TimeKernels):
             if s and inner.get_type() == isl.schedule_node_type.band and rectangular:
                 inner = self.jam_point_band(inner, m, s)
                 plan.jammed = True
+                full_set = full_tiles(full, host_prefix, domain, tiles[:m])
+                if full_set is not None and not full_set.is_empty():
+                    tile_band = inner.parent().parent()
+                    inner = isolate_full_tiles(tile_band, full_set,
+                                               tile_band.get_schedule_depth()).child(0).child(0)
+                    plan.full_tiles = True
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(id_bounds(thread_ctx)))

@@ -37,8 +37,9 @@ from ..expr import walk as walk_expr
 from ..notes import Note
 from ..scop import Scop
 
-#: Most registers one array may take per thread (one per point a thread owns).
-MAX_REGISTERS = 16
+#: Most registers one array may take per thread (one per point a thread owns): an
+#: 8 x 8 register tile (issue 16), 64 of the 255 registers a thread may have.
+MAX_REGISTERS = 64
 
 
 @dataclass
@@ -246,6 +247,16 @@ class RegisterPromoter:
                 return -(-tile // threads)
         return None
 
+    def whole_tile(self, loop: kir.Loop, trips: int) -> bool:
+        """Whether isl printed the thread point loop ``for (p = t; p <= U; p += B)``
+        over a whole tile: ``t`` the thread id alone, ``U`` a constant at least the
+        tile's last point ``B (trips - 1) + B - 1`` (a full tile isolated by
+        :mod:`polymagic.mapping.full_tiles`, where isl knows the tile is full); then
+        every one of the ``trips`` points is in the loop and needs no guard."""
+        tids = set(kir.THREAD_IDS.values())
+        return isinstance(loop.lower, Var) and loop.lower.name in tids and \
+            isinstance(loop.upper, Int) and loop.upper.value >= loop.step * trips - 1
+
     def run(self, body: list[kir.Stmt], name: str, ctype: str) -> list[kir.Stmt]:
         out: list[kir.Stmt] = []
         for s in body:
@@ -342,9 +353,10 @@ class RegisterPromoter:
         def const_trip(lp: kir.Loop, t: int, body: list[kir.Stmt]) -> kir.Loop:
             u = uvar[id(lp)]
             first = Binary("+", lp.lower, Binary("*", Int(lp.step), Var(u)))
-            return kir.Loop(u, Int(0), Int(t - 1), 1,
-                            [kir.Let(lp.var, first),
-                             kir.If(Binary("<=", Var(lp.var), lp.upper), body)], unroll=True)
+            inner = body if self.whole_tile(lp, t) else \
+                [kir.If(Binary("<=", Var(lp.var), lp.upper), body)]
+            return kir.Loop(u, Int(0), Int(t - 1), 1, [kir.Let(lp.var, first)] + inner,
+                            unroll=True)
 
         def nest(stmt: kir.Stmt) -> list[kir.Stmt]:
             body: list[kir.Stmt] = [stmt]
@@ -390,6 +402,7 @@ class RegisterPromoter:
 
 
 def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
+                      pieces: bool = False
                       ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl],
                                  dict[str, tuple[list[str], list[str], bool]]]:
     """Apply register plans to a kernel body.
@@ -399,7 +412,10 @@ def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
     members.  Returns the new body, the register declarations, and per name the
     registers made, the reasons sites were skipped, and whether every access now
     goes through one hoist around which only thread point loops lie (one load and
-    one store per thread point)."""
+    one store per thread point).  ``pieces``: the body holds pieces isl generated
+    apart for disjoint sets of block tiles (full tiles isolated on the block tile band,
+    :mod:`polymagic.mapping.full_tiles`), so a thread point runs one hoist of each
+    piece's: one hoist per piece still loads and stores once per point."""
     pr = RegisterPromoter(members)
     result: dict[str, tuple[list[str], list[str], bool]] = {}
     for name, ctype in targets.items():
@@ -409,7 +425,8 @@ def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
         made = [d.name + "".join(f"[{n}]" for n in d.shape) for d in pr.decls[before:]]
         left = [s for s, _ in _sites(body, name, [])
                 if not _s_is_register_copy(_, pr.decls[before:])] if made else []
-        once = len(pr.hoists) == 1 and pr.hoists[0] and not left
+        once = (len(pr.hoists) == 1 or pieces and len(pr.hoists) > 1) and \
+            all(pr.hoists) and not left
         result[name] = (made, [] if made else list(pr.reasons), once)
     return body, pr.decls, result
 

@@ -1,0 +1,78 @@
+"""Register tiles by default where a kernel is compute bound (issue 16, item 2).
+
+A thread that owns a ``p x q`` tile of points and steps through a reduction loop
+``k`` loads, per ``k`` step, ``p`` values of one operand and ``q`` of the other and
+does ``p q`` multiply-adds (the outer product of Volkov & Demmel, SC 2008, §4, and of
+every fast GEMM since); with one point per thread it does one FMA per two loads.
+Seed 000 §4.1's third tiling level (points per thread, ``--tile T:t``) gives that
+structure; this module decides it *by default* for the bands where it pays.
+
+The criterion (:func:`compute_bound`), on the band before tiling:
+
+* exactly two leading coincident members (the mapped loops, ``i`` and ``j``) and at
+  least one further permutable member (the reduction ``k``, sub-tiled inside the
+  block), the band rectangular (each member one source iterator);
+* for each of the two mapped members, some statement of the band reads a value whose
+  subscripts do not involve that member's iterator but do involve a reduction
+  member's: the value is reused across the other parallel loop at every ``k`` step
+  (gemm's ``A[i][k]`` across ``j``, ``B[k][j]`` across ``i``; syrk's ``A[i][k]``,
+  ``A[j][k]``).  Without such reads there is nothing to reuse and a bigger tile per
+  thread only costs registers.
+
+The chosen tile: :data:`BLOCK_TILE` points per block, :data:`POINTS` per thread
+(16 x 16 threads), the reduction sub-tiled by ``DEFAULT_SUB_TILE`` (16): 64
+accumulators per thread, 8 + 8 fragment values per ``k`` step, 4 FMAs per shared
+load; in double precision 128 + 32 registers, still under 255.
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+from ..scop import Scop
+
+#: points per block along the two mapped members (outermost first)
+BLOCK_TILE = (128, 128)
+#: points per thread along them: 8 x 8 accumulators per thread
+POINTS = (8, 8)
+
+
+def _iterator_of(mupa: isl.MultiUnionPwAff, member: int, stmt: str) -> int | None:
+    """The position of the statement iterator that ``member`` of a rectangular band
+    follows in statement ``stmt`` (None when the member is constant for it)."""
+    out: list[int] = []
+
+    def piece(_s: isl.Set, aff: isl.Aff) -> None:
+        for i in range(aff.dim(isl.dim_type.in_)):
+            if aff.get_coefficient_val(isl.dim_type.in_, i).to_python() != 0:
+                out.append(i)
+
+    def each(pa: isl.PwAff) -> None:
+        if pa.get_domain_space().get_tuple_name(isl.dim_type.set) == stmt:
+            pa.foreach_piece(piece)
+    mupa.get_at(member).foreach_pw_aff(each)
+    return out[0] if len(set(out)) == 1 else None
+
+
+def compute_bound(scop: Scop, band: isl.MultiUnionPwAff, domain: isl.UnionSet,
+                  n_coincident: int, n_members: int, permutable: bool) -> bool:
+    """Whether the band is compute bound by the criterion of the module docstring."""
+    if n_coincident != 2 or n_members <= 2 or not permutable:
+        return False
+    reused = [False, False]
+    sets: list[isl.Set] = []
+    domain.foreach_set(sets.append)
+    for dset in sets:
+        stmt = scop.statement(dset.get_tuple_name())
+        its = [_iterator_of(band, d, stmt.name) for d in range(n_members)]
+        red = {it for it in its[2:] if it is not None}
+        if not red:
+            continue
+        for a in stmt.reads:
+            rel = a.relation
+            varies = lambda it: rel.involves_dims(isl.dim_type.in_, it, 1)  # noqa: E731
+            if not any(varies(it) for it in red):
+                continue
+            for d in range(2):
+                if its[d] is not None and not varies(its[d]):
+                    reused[d] = True
+    return all(reused)
