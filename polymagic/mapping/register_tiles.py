@@ -17,7 +17,12 @@ The criterion (:func:`compute_bound`), on the band before tiling:
   member's: the value is reused across the other parallel loop at every ``k`` step
   (gemm's ``A[i][k]`` across ``j``, ``B[k][j]`` across ``i``; syrk's ``A[i][k]``,
   ``A[j][k]``).  Without such reads there is nothing to reuse and a bigger tile per
-  thread only costs registers.
+  thread only costs registers;
+* every statement of the band runs inside the reduction (none is constant along
+  it): an initialisation or a final update fused into the band (``C *= beta``
+  before gemm's ``k`` loop) sits under a guard on the ``k`` tile inside the jammed
+  loops, where the accumulators cannot stay in registers
+  (:mod:`polymagic.memory.registers`); such bands keep the default tiles.
 
 The chosen tile: :data:`BLOCK_TILE` points per block, :data:`POINTS` per thread
 (16 x 16 threads), the reduction sub-tiled by ``DEFAULT_SUB_TILE`` (16): 64
@@ -66,7 +71,7 @@ def compute_bound(scop: Scop, band: isl.MultiUnionPwAff, domain: isl.UnionSet,
         its = [_iterator_of(band, d, stmt.name) for d in range(n_members)]
         red = {it for it in its[2:] if it is not None}
         if not red:
-            continue
+            return False
         for a in stmt.reads:
             rel = a.relation
             varies = lambda it: rel.involves_dims(isl.dim_type.in_, it, 1)  # noqa: E731
