@@ -165,7 +165,8 @@ class SingleMapper(TimeKernels):
         size is given; sets :attr:`band_default` for the band being mapped."""
         self.band_default = None
         o = self.options
-        if o.tile is not None or o.block is not None or o.tile_levels or not o.registers:
+        if o.tile is not None or o.block is not None or o.tile_levels or not o.registers \
+                or o.shared == "none":
             return
         n = node.band_n_member()
         if compute_bound(self.scop, node.band_get_partial_schedule(), node.get_domain(),

@@ -230,7 +230,7 @@ def _first_iteration(path: list, loops: list[kir.Loop]) -> bool:
 class RegisterPromoter:
     """Applies register plans to one kernel body (seed 004 §4.2)."""
 
-    def __init__(self, members, counter_start: int = 0):
+    def __init__(self, members, counter_start: int = 0, pieces: bool = False):
         # members: (axis, tile, threads) of the mapped band members
         self.members = list(members)
         self.decls: list[kir.RegisterDecl] = []
@@ -238,6 +238,8 @@ class RegisterPromoter:
         self.n = counter_start
         self.enclosing: list[kir.Loop] = []
         self.hoists: list[bool] = []    # per hoist: only thread point loops around it
+        self.pieces = pieces            # see promote_registers
+        self.first = 0                  # the first declaration of the name being promoted
 
     def trips(self, loop: kir.Loop) -> int | None:
         """Constant trip count bound of a thread point loop (``ceil(T/B)``), or None."""
@@ -339,9 +341,16 @@ class RegisterPromoter:
         nregs = math.prod(trips)
         if nregs > MAX_REGISTERS:
             return f"{nregs} points per thread need more than {MAX_REGISTERS} registers"
-        rname = f"pm_r{self.n}_{name}"
-        self.n += 1
-        self.decls.append(kir.RegisterDecl(rname, ctype, (nregs,) if loops else ()))
+        shape = (nregs,) if loops else ()
+        # pieces isl generated apart for disjoint block tiles share one register array
+        same = [d for d in self.decls[self.first:] if self.pieces and d.shape == shape
+                and d.name.endswith(f"_{name}") and d.ctype == ctype]
+        if same:
+            rname = same[0].name
+        else:
+            rname = f"pm_r{self.n}_{name}"
+            self.n += 1
+            self.decls.append(kir.RegisterDecl(rname, ctype, shape))
         uvar = {id(lp): f"{lp.var}_u" for lp in loops}
         reg_idx: Expr | None = None
         for lp, t in zip(loops, trips):
@@ -416,10 +425,10 @@ def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
     apart for disjoint sets of block tiles (full tiles isolated on the block tile band,
     :mod:`polymagic.mapping.full_tiles`), so a thread point runs one hoist of each
     piece's: one hoist per piece still loads and stores once per point."""
-    pr = RegisterPromoter(members)
+    pr = RegisterPromoter(members, pieces=pieces)
     result: dict[str, tuple[list[str], list[str], bool]] = {}
     for name, ctype in targets.items():
-        before = len(pr.decls)
+        before = pr.first = len(pr.decls)
         pr.reasons, pr.hoists, pr.enclosing = [], [], []
         body = pr.run(body, name, ctype)
         made = [d.name + "".join(f"[{n}]" for n in d.shape) for d in pr.decls[before:]]
