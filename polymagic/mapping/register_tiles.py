@@ -71,7 +71,7 @@ def compute_bound(scop: Scop, band: isl.MultiUnionPwAff, domain: isl.UnionSet,
         its = [_iterator_of(band, d, stmt.name) for d in range(n_members)]
         red = {it for it in its[2:] if it is not None}
         if not red:
-            return False
+            continue
         for a in stmt.reads:
             rel = a.relation
             varies = lambda it: rel.involves_dims(isl.dim_type.in_, it, 1)  # noqa: E731
@@ -81,3 +81,49 @@ def compute_bound(scop: Scop, band: isl.MultiUnionPwAff, domain: isl.UnionSet,
                 if its[d] is not None and not varies(its[d]):
                     reused[d] = True
     return all(reused)
+
+
+def split_fixed_statements(band: isl.ScheduleNode, m: int) -> isl.ScheduleNode:
+    """The jammed point band ``[q_1..q_s, p_1..p_m]`` with the statements that do not
+    vary along the sequential members ``q`` (an initialisation ``C *= beta`` before
+    gemm's ``k`` loop, a final update after it) split off: a sequence of the band over
+    those before the reduction, over the reduction statements, over those after it.
+    isl then generates them in point loops of their own, outside the ``k`` steps,
+    instead of under a ``k == 0`` guard inside every step of the register tile.
+
+    Legal because the band's ``m`` mapped members are coincident (dependences link
+    only instances at one point ``p``) and, at one point, the statements ran in
+    source order: a fixed statement written before every reduction statement goes
+    before them, one written after every one of them after.  Any other band (none
+    fixed, or a fixed statement between reduction statements) is returned as is.
+    Returns the node at the band's place (the sequence, or the band)."""
+    n = band.band_n_member()
+    s = n - m
+    if s <= 0:
+        return band
+    mupa = band.band_get_partial_schedule()
+    sets: list[isl.Set] = []
+    band.get_domain().foreach_set(sets.append)
+    order = lambda name: int(name[1:]) if name[1:].isdigit() else -1  # noqa: E731
+    fixed, varying = [], []
+    for dset in sets:
+        name = dset.get_tuple_name()
+        its = [_iterator_of(mupa, d, name) for d in range(s)]
+        (varying if any(it is not None for it in its) else fixed).append(dset)
+    if not fixed or not varying or any(order(d.get_tuple_name()) < 0 for d in sets):
+        return band
+    first = min(order(d.get_tuple_name()) for d in varying)
+    last = max(order(d.get_tuple_name()) for d in varying)
+    before = [d for d in fixed if order(d.get_tuple_name()) < first]
+    after = [d for d in fixed if order(d.get_tuple_name()) > last]
+    if len(before) + len(after) != len(fixed):
+        return band
+    ctx = band.get_ctx()
+    filters = isl.UnionSetList.alloc(ctx, 3)
+    for group in (before, varying, after):
+        if group:
+            u = isl.UnionSet.from_set(group[0])
+            for d in group[1:]:
+                u = u.union(isl.UnionSet.from_set(d))
+            filters = filters.add(u)
+    return band.insert_sequence(filters)

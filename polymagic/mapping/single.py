@@ -39,7 +39,7 @@ from ..schedule import ScheduleResult
 from ..scop import Scop
 from ..timeblock import TIME_TILES_MARK
 from .full_tiles import full_tiles, isolate_full_tiles
-from .register_tiles import BLOCK_TILE, POINTS, compute_bound
+from .register_tiles import BLOCK_TILE, POINTS, compute_bound, split_fixed_statements
 from .observer import NO_OBSERVER, BandEvent, MappingObserver
 from .result import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, MARK_PREFIX, KernelPlan,
                      MappedMember, MappingResult)
@@ -308,7 +308,7 @@ class SingleMapper(TimeKernels):
             # only over rectangular tiles: jamming a skewed band's point loops let two
             # threads write one element in a barrier phase (fuzz finding 23)
             if s and inner.get_type() == isl.schedule_node_type.band and rectangular:
-                inner = self.jam_point_band(inner, m, s)
+                inner = split_fixed_statements(self.jam_point_band(inner, m, s), m)
                 plan.jammed = True
                 full_set = full_tiles(full, host_prefix, domain, tiles[:m])
                 if full_set is not None and not full_set.is_empty():

@@ -186,6 +186,21 @@ def _names_in(c: kir.Compute, name: str) -> list[Access]:
     return [a for a in accesses(c.assign.target) + accesses(c.assign.value) if a.array == name]
 
 
+def _same(a: kir.Stmt, b: kir.Stmt) -> bool:
+    """Two statements around references alike as headers (bodies aside): the thread
+    point loops of a statement split off the reduction (an initialisation, isl's
+    separate point loops) and those of the reduction share one register per point."""
+    if a is b:
+        return True
+    if isinstance(a, kir.Loop) and isinstance(b, kir.Loop):
+        return (a.var, a.lower, a.upper, a.step) == (b.var, b.lower, b.upper, b.step)
+    if isinstance(a, kir.If) and isinstance(b, kir.If):
+        return a.cond == b.cond
+    if isinstance(a, kir.Let) and isinstance(b, kir.Let):
+        return (a.var, a.value) == (b.var, b.value)
+    return False
+
+
 class _Else:
     """Path marker: the reference lies in the else branch of ``stmt``."""
 
@@ -286,6 +301,7 @@ class RegisterPromoter:
         inner = _bound(L.body) | {L.var}
         index = None
         keep: list[kir.Stmt] | None = None
+        reps: list[list[kir.Stmt]] = []
         written = False
         for path, c in sites:
             idx = {a.index for a in _names_in(c, name)}
@@ -310,7 +326,14 @@ class RegisterPromoter:
                 if isinstance(s, _Else):
                     return "the reference is in an else branch"
                 if isinstance(s, kir.If):
-                    if _header_vars(s) & inner - pvars:
+                    on_body = _header_vars(s) & inner - pvars
+                    if on_body and not _header_vars(s) & pvars:
+                        # a step of the loop's body chosen, not the thread point (an
+                        # initialisation at k = 0 fused into the band): the register
+                        # serves it there, loaded and stored around the loop as for
+                        # the other references
+                        continue
+                    if on_body:
                         return f"the reference is guarded by a condition on loop {L.var}'s body"
                     rep.append(s)
                 elif any(s is x for x in chosen):
@@ -322,10 +345,17 @@ class RegisterPromoter:
                             "would load an element nobody reads)")
             if keep is None:
                 keep = rep
-            elif len(keep) != len(rep) or any(a is not b for a, b in zip(keep, rep)):
+            elif len(keep) != len(rep) or any(not _same(a, b) for a, b in zip(keep, rep)):
                 return f"references under different loops inside loop {L.var}"
+            reps.append(rep)
         assert keep is not None and index is not None
         loops = [s for s in keep if isinstance(s, kir.Loop)]
+        # the thread point loops of every reference (each nest alike: :func:`_same`)
+        # by their place in ``loops``
+        at: dict[int, int] = {}
+        for r in reps:
+            for pos, lp in enumerate(x for x in r if isinstance(x, kir.Loop)):
+                at[id(lp)] = pos
         trips = []
         for lp in loops:
             t = self.trips(lp)
@@ -334,7 +364,8 @@ class RegisterPromoter:
                         "(one register per point needs one)")
             trips.append(t)
         overwrites = _overwrites(sites[0][1], name)
-        if overwrites and not _first_iteration(sites[0][0], loops):
+        if overwrites and not _first_iteration(
+                sites[0][0], [x for x in reps[0] if isinstance(x, kir.Loop)]):
             return (f"its first reference inside loop {L.var} overwrites the element under "
                     "a loop that may not run (the register's load would be needed and "
                     "read an undefined value)")
@@ -351,16 +382,16 @@ class RegisterPromoter:
             rname = f"pm_r{self.n}_{name}"
             self.n += 1
             self.decls.append(kir.RegisterDecl(rname, ctype, shape))
-        uvar = {id(lp): f"{lp.var}_u" for lp in loops}
+        uvar = [f"{lp.var}_u" for lp in loops]
         reg_idx: Expr | None = None
-        for lp, t in zip(loops, trips):
-            reg_idx = Var(uvar[id(lp)]) if reg_idx is None else \
-                Binary("+", Binary("*", reg_idx, Int(t)), Var(uvar[id(lp)]))
+        for pos, t in enumerate(trips):
+            reg_idx = Var(uvar[pos]) if reg_idx is None else \
+                Binary("+", Binary("*", reg_idx, Int(t)), Var(uvar[pos]))
         reg = Access(rname, (reg_idx,) if reg_idx is not None else ())
         glob = Access(name, index)
 
         def const_trip(lp: kir.Loop, t: int, body: list[kir.Stmt]) -> kir.Loop:
-            u = uvar[id(lp)]
+            u = f"{lp.var}_u"
             first = Binary("+", lp.lower, Binary("*", Int(lp.step), Var(u)))
             inner = body if self.whole_tile(lp, t) else \
                 [kir.If(Binary("<=", Var(lp.var), lp.upper), body)]
@@ -383,8 +414,8 @@ class RegisterPromoter:
             for s in body:
                 if isinstance(s, kir.Loop):
                     nb = rewrite(s.body)
-                    if any(s is lp for lp in loops):
-                        out.append(const_trip(s, trips[loops.index(s)], nb))
+                    if id(s) in at:
+                        out.append(const_trip(s, trips[at[id(s)]], nb))
                     else:
                         out.append(kir.Loop(s.var, s.lower, s.upper, s.step, nb, s.unroll))
                 elif isinstance(s, kir.If):
