@@ -62,8 +62,10 @@ def _plans(c):
     ("gemm-acc", {"N": 40}, ["kernel0"]),
     ("2mm-acc", {"ni": 20, "nj": 18, "nk": 22, "nl": 24}, ["kernel1", "kernel2"]),
     ("syrk-acc", {"n": 20, "m": 18}, ["kernel0"]),
-    # an initialisation fused into the band (C *= beta at k = 0): default tiles
-    ("gemm-polybench", {"ni": 20, "nj": 18, "nk": 22}, []),
+    # an initialisation fused into the band (C *= beta at k = 0), split off the k steps
+    ("gemm-polybench", {"ni": 20, "nj": 18, "nk": 22}, ["kernel0"]),
+    ("syrk", {"n": 20, "m": 18}, ["kernel0"]),
+    ("2mm", {"ni": 20, "nj": 18, "nk": 22, "nl": 24}, ["kernel1", "kernel2"]),
     # no reduction inside the parallel loops
     ("jacobi-2d", {"tsteps": 2, "n": 20}, []),
     ("mvt", {"n": 20}, []),
@@ -116,6 +118,9 @@ def test_full_tile_code_has_no_guards_and_unrolled_points():
     ("2mm-acc", {"ni": 140, "nj": 131, "nk": 20, "nl": 129}),
     ("syrk-acc", {"n": 150, "m": 21}),                   # triangular: full and diagonal tiles
     ("syrk-acc", {"n": 3, "m": 2}),
+    ("gemm-polybench", {"ni": 300, "nj": 260, "nk": 200}),
+    ("syrk", {"n": 150, "m": 21}),
+    ("2mm", {"ni": 140, "nj": 131, "nk": 20, "nl": 129}),
 ])
 def test_emulator_matches_cpu_and_counts(name, sizes):
     c, r, opts = _compile_run(name, sizes)
@@ -123,6 +128,14 @@ def test_emulator_matches_cpu_and_counts(name, sizes):
     pred = predict_for(c, opts.sizes)
     for k, counts in r.counters["per_kernel"].items():
         assert (pred[k].loads, pred[k].stores) == (counts["loads"], counts["stores"]), k
+
+
+def test_syrk_reads_of_a_get_a_buffer_each():
+    """syrk's A[i][k] and A[j][k] overlap only on diagonal blocks: their union's box
+    grows with the problem size, each alone does not, A is read-only: one buffer each."""
+    c = compile_source(_source("syrk-acc"), Options(sizes={"n": 40, "m": 30},
+                                                    target="emulator"))
+    assert "sh0_A_0[128][16]" in c.cuda and "sh0_A_1[128][16]" in c.cuda
 
 
 def test_gemm_accumulators_move_once_per_point():
@@ -149,6 +162,7 @@ def _static_perf():
 @pytest.mark.parametrize("name, sizes, fma", [
     ("gemm-acc", {"N": 4096}, "ffma"),
     ("2mm-acc", {"ni": 2048, "nj": 2048, "nk": 2048, "nl": 2048}, "dfma"),
+    ("syrk-acc", {"n": 2048, "m": 2048}, "dfma"),
 ])
 def test_register_tile_machine_code(name, sizes, fma):
     sp = _static_perf()

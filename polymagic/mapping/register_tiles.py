@@ -17,12 +17,12 @@ The criterion (:func:`compute_bound`), on the band before tiling:
   member's: the value is reused across the other parallel loop at every ``k`` step
   (gemm's ``A[i][k]`` across ``j``, ``B[k][j]`` across ``i``; syrk's ``A[i][k]``,
   ``A[j][k]``).  Without such reads there is nothing to reuse and a bigger tile per
-  thread only costs registers;
-* every statement of the band runs inside the reduction (none is constant along
-  it): an initialisation or a final update fused into the band (``C *= beta``
-  before gemm's ``k`` loop) sits under a guard on the ``k`` tile inside the jammed
-  loops, where the accumulators cannot stay in registers
-  (:mod:`polymagic.memory.registers`); such bands keep the default tiles.
+  thread only costs registers.
+
+Statements of the band fixed along the reduction (an initialisation ``C *= beta``
+before gemm's ``k`` loop, a final update after it) are split off the jammed ``k``
+steps (:func:`split_fixed_statements`) so that they do not sit under a ``k == 0``
+guard inside every step of the register tile.
 
 The chosen tile: :data:`BLOCK_TILE` points per block, :data:`POINTS` per thread
 (16 x 16 threads), the reduction sub-tiled by ``DEFAULT_SUB_TILE`` (16): 64
