@@ -302,6 +302,7 @@ class RegisterPromoter:
         index = None
         keep: list[kir.Stmt] | None = None
         reps: list[list[kir.Stmt]] = []
+        stepwise: set[int] = set()      # references guarded by a condition on L's steps
         written = False
         for path, c in sites:
             idx = {a.index for a in _names_in(c, name)}
@@ -324,6 +325,10 @@ class RegisterPromoter:
             rep = []
             for s in path:
                 if isinstance(s, _Else):
+                    if _header_vars(s.stmt) & inner - pvars and \
+                            not _header_vars(s.stmt) & pvars:
+                        stepwise.add(id(c))      # as for the then branch below
+                        continue
                     return "the reference is in an else branch"
                 if isinstance(s, kir.If):
                     on_body = _header_vars(s) & inner - pvars
@@ -332,6 +337,7 @@ class RegisterPromoter:
                         # initialisation at k = 0 fused into the band): the register
                         # serves it there, loaded and stored around the loop as for
                         # the other references
+                        stepwise.add(id(c))
                         continue
                     if on_body:
                         return f"the reference is guarded by a condition on loop {L.var}'s body"
@@ -363,7 +369,9 @@ class RegisterPromoter:
                 return (f"the thread point loop {lp.var} has no constant trip count "
                         "(one register per point needs one)")
             trips.append(t)
-        overwrites = _overwrites(sites[0][1], name)
+        # a first reference under a condition on L's steps may not run in L's first
+        # step: the element is loaded (never skipped) before L
+        overwrites = _overwrites(sites[0][1], name) and id(sites[0][1]) not in stepwise
         if overwrites and not _first_iteration(
                 sites[0][0], [x for x in reps[0] if isinstance(x, kir.Loop)]):
             return (f"its first reference inside loop {L.var} overwrites the element under "
