@@ -417,9 +417,7 @@ def hot_loop(instrs: list[Instr], labels: dict[str, int]) -> tuple[Loop | None, 
     """The hottest loop by proxy and its mix: among the loops holding floating-point
     instructions that contain no other such loop (innermost compute loops), the one
     with the most FMAs (then the fewest instructions, then the most floating-point
-    instructions); unless a loop holds more FMAs of its own (outside the computing
-    loops nested in it) than that one: a k loop whose full k sub-tiles are unrolled
-    and whose last, partial sub-tile is a loop inside it.  A kernel whose full tiles are generated apart holds the same loop
+    instructions).  A kernel whose full tiles are generated apart holds the same loop
     twice, unguarded for the full tiles and guarded for the boundary ones; the full
     one, the shorter, is what the blocks run at the GPU sizes (multiples of the
     tile).  (None, the whole kernel's mix) when no loop computes (straight-line
@@ -429,19 +427,7 @@ def hot_loop(instrs: list[Instr], labels: dict[str, int]) -> tuple[Loop | None, 
     inner = [lp for lp in computing if not any(lp.contains(o) for o in computing)]
     if not inner:
         return None, mix_of(instrs)
-
-    def own_fma(lp: Loop) -> int:
-        """FMAs in the loop's body outside the computing loops nested in it."""
-        nested = [o for o in computing if lp.contains(o)]
-        top = [o for o in nested if not any(p.contains(o) for p in nested)]
-        return mixes[lp].fma - sum(mixes[o].fma for o in top)
-    # a loop whose own straight-line FMAs outnumber every innermost loop's (a k loop
-    # whose full k sub-tile was unrolled, with the last, partial sub-tile as a loop
-    # inside it) is the hot one
     best = max(inner, key=lambda lp: (mixes[lp].fma, -mixes[lp].instructions, mixes[lp].fp))
-    outer = [lp for lp in computing if lp not in inner and own_fma(lp) > mixes[best].fma]
-    if outer:
-        best = max(outer, key=lambda lp: (own_fma(lp), -mixes[lp].instructions))
     return best, mixes[best]
 
 

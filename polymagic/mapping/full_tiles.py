@@ -111,57 +111,6 @@ def isolate_full_tiles(band: isl.ScheduleNode, full: isl.Set, n_outer: int
     rel = isl.Map.from_domain(full)
     rel = rel.move_dims(isl.dim_type.out, 0, isl.dim_type.in_, n_outer, n)
     iso = rel.wrap().set_tuple_name("isolate")
-    types = [band.band_member_get_ast_loop_type(i) for i in range(n)]
-    band = band.band_set_ast_build_options(isl.UnionSet.from_set(iso))
-    for i in range(n):        # the options replace the loop types: set them again
-        band = band.band_member_set_ast_loop_type(i, types[i])
+    for i in range(n):
         band = band.band_member_set_isolate_ast_loop_type(i, isl.ast_loop_type.atomic)
-    return band
-
-
-def isolate_full_k_steps(point: isl.ScheduleNode, full: isl.Set) -> isl.ScheduleNode:
-    """Set the ``isolate`` option on the jammed point band ``point`` (or, when the
-    fixed statements were split off, on the reduction's band under the sequence at
-    ``point``) for the steps of full tiles (``full``: over the outer schedule dims,
-    the block tile's and the sub-tile's coordinates): there isl generates the ``k``
-    sub-tile loop with a constant trip count (unrolled whole by the lowering: each
-    fragment loaded once per step) apart from a last, partial ``k`` tile, both inside
-    the one sub-tile loop.  Returns the node at ``point``'s place."""
-    if point.get_type() == isl.schedule_node_type.sequence:
-        for i in range(point.n_children()):
-            band = point.child(i).child(0)
-            if band.get_type() != isl.schedule_node_type.band:
-                continue
-            n_outer = band.get_schedule_depth()
-            if full.dim(isl.dim_type.set) != n_outer:
-                continue
-            mupa = band.band_get_partial_schedule()
-            if _fixed_band(mupa):
-                continue
-            return _isolate_all(band, full).parent().parent()
-        return point
-    if point.get_type() != isl.schedule_node_type.band or \
-            full.dim(isl.dim_type.set) != point.get_schedule_depth():
-        return point
-    return _isolate_all(point, full)
-
-
-def _fixed_band(mupa: isl.MultiUnionPwAff) -> bool:
-    """Whether the band's first member is constant for every statement (the band of
-    statements split off the reduction)."""
-    fixed = [True]
-
-    def piece(_s: isl.Set, aff: isl.Aff) -> None:
-        if any(aff.get_coefficient_val(isl.dim_type.in_, i).to_python() != 0
-               for i in range(aff.dim(isl.dim_type.in_))):
-            fixed[0] = False
-    mupa.get_at(0).foreach_pw_aff(lambda pa: pa.foreach_piece(piece))
-    return fixed[0]
-
-
-def _isolate_all(band: isl.ScheduleNode, outer: isl.Set) -> isl.ScheduleNode:
-    """The ``isolate`` option on ``band`` for every value of its members at the outer
-    schedule values in ``outer``."""
-    n = band.band_n_member()
-    full = outer.add_dims(isl.dim_type.set, n)
-    return isolate_full_tiles(band, full, outer.dim(isl.dim_type.set))
+    return band.band_set_ast_build_options(isl.UnionSet.from_set(iso))

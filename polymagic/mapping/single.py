@@ -38,7 +38,7 @@ from ..options import CompileOptions, per_thread_tile
 from ..schedule import ScheduleResult
 from ..scop import Scop
 from ..timeblock import TIME_TILES_MARK
-from .full_tiles import full_tiles, isolate_full_k_steps, isolate_full_tiles
+from .full_tiles import full_tiles, isolate_full_tiles
 from .register_tiles import BLOCK_TILE, POINTS, compute_bound, split_fixed_statements
 from .observer import NO_OBSERVER, BandEvent, MappingObserver
 from .result import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, MARK_PREFIX, KernelPlan,
@@ -316,9 +316,6 @@ class SingleMapper(TimeKernels):
                     inner = isolate_full_tiles(tile_band, full_set,
                                                tile_band.get_schedule_depth()).child(0).child(0)
                     plan.full_tiles = True
-                    full_k = full_tiles(full, host_prefix, domain, tiles)
-                    if full_k is not None and not full_k.is_empty():
-                        inner = isolate_full_k_steps(inner, full_k)
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(id_bounds(thread_ctx)))

@@ -325,10 +325,6 @@ class RegisterPromoter:
             rep = []
             for s in path:
                 if isinstance(s, _Else):
-                    if _header_vars(s.stmt) & inner - pvars and \
-                            not _header_vars(s.stmt) & pvars:
-                        stepwise.add(id(c))      # as for the then branch below
-                        continue
                     return "the reference is in an else branch"
                 if isinstance(s, kir.If):
                     on_body = _header_vars(s) & inner - pvars
