@@ -308,7 +308,11 @@ class SingleMapper(TimeKernels):
             # only over rectangular tiles: jamming a skewed band's point loops let two
             # threads write one element in a barrier phase (fuzz finding 23)
             if s and inner.get_type() == isl.schedule_node_type.band and rectangular:
-                inner = split_fixed_statements(self.jam_point_band(inner, m, s), m)
+                inner = self.jam_point_band(inner, m, s)
+                if plan.memory and any(b.level == "sub-tile" for b in plan.memory.buffers):
+                    # with copies in the k steps the split-off statements stay inside
+                    # the sub-tile loop, where their register serves them too
+                    inner = split_fixed_statements(inner, m)
                 plan.jammed = True
                 full_set = full_tiles(full, host_prefix, domain, tiles[:m])
                 if full_set is not None and not full_set.is_empty():

@@ -186,6 +186,15 @@ def _names_in(c: kir.Compute, name: str) -> list[Access]:
     return [a for a in accesses(c.assign.target) + accesses(c.assign.value) if a.array == name]
 
 
+def _on_steps_only(names: set[str], steps: set[str]) -> bool:
+    """A condition that picks steps of a loop's body alone: its variables are the
+    body's loop variables ``steps`` (not the thread point's), block ids and the
+    kernel's parameters (generated names start with ``pm_``), never thread ids: the
+    same for every point a thread owns in the block."""
+    blocks = set(kir.BLOCK_IDS.values())
+    return all(v in steps or v in blocks or not v.startswith("pm_") for v in names)
+
+
 def _same(a: kir.Stmt, b: kir.Stmt) -> bool:
     """Two statements around references alike as headers (bodies aside): the thread
     point loops of a statement split off the reduction (an initialisation, isl's
@@ -328,7 +337,7 @@ class RegisterPromoter:
                     return "the reference is in an else branch"
                 if isinstance(s, kir.If):
                     on_body = _header_vars(s) & inner - pvars
-                    if on_body and not _header_vars(s) & pvars:
+                    if on_body and _on_steps_only(_header_vars(s), inner - pvars):
                         # a step of the loop's body chosen, not the thread point (an
                         # initialisation at k = 0 fused into the band): the register
                         # serves it there, loaded and stored around the loop as for
@@ -365,9 +374,11 @@ class RegisterPromoter:
                 return (f"the thread point loop {lp.var} has no constant trip count "
                         "(one register per point needs one)")
             trips.append(t)
-        # a first reference under a condition on L's steps may not run in L's first
-        # step: the element is loaded (never skipped) before L
-        overwrites = _overwrites(sites[0][1], name) and id(sites[0][1]) not in stepwise
+        overwrites = _overwrites(sites[0][1], name)
+        if any(_overwrites(c, name) for _p, c in sites if id(c) in stepwise):
+            return (f"a reference inside loop {L.var} overwrites the element under a "
+                    f"condition on loop {L.var}'s steps (the register's load before the "
+                    "loop would read an element nobody may have written)")
         if overwrites and not _first_iteration(
                 sites[0][0], [x for x in reps[0] if isinstance(x, kir.Loop)]):
             return (f"its first reference inside loop {L.var} overwrites the element under "
