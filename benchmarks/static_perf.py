@@ -416,14 +416,18 @@ def loop_body(instrs: list[Instr], lp: Loop) -> list[Instr]:
 def hot_loop(instrs: list[Instr], labels: dict[str, int]) -> tuple[Loop | None, Mix]:
     """The hottest loop by proxy and its mix: among the loops holding floating-point
     instructions that contain no other such loop (innermost compute loops), the one
-    with the most FMAs (then the most floating-point instructions).  (None, the whole
-    kernel's mix) when no loop computes (straight-line stencil bodies)."""
+    with the most FMAs (then the fewest instructions, then the most floating-point
+    instructions).  A kernel whose full tiles are generated apart holds the same loop
+    twice, unguarded for the full tiles and guarded for the boundary ones; the full
+    one, the shorter, is what the blocks run at the GPU sizes (multiples of the
+    tile).  (None, the whole kernel's mix) when no loop computes (straight-line
+    stencil bodies)."""
     mixes = {lp: mix_of(loop_body(instrs, lp)) for lp in find_loops(instrs, labels)}
     computing = [lp for lp, m in mixes.items() if m.fp]
     inner = [lp for lp in computing if not any(lp.contains(o) for o in computing)]
     if not inner:
         return None, mix_of(instrs)
-    best = max(inner, key=lambda lp: (mixes[lp].fma, mixes[lp].fp, -mixes[lp].instructions))
+    best = max(inner, key=lambda lp: (mixes[lp].fma, -mixes[lp].instructions, mixes[lp].fp))
     return best, mixes[best]
 
 

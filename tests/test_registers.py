@@ -85,8 +85,9 @@ def test_gemm_register_in_the_kir_and_cuda():
 
 def test_cyclic_threads_get_one_register_per_point():
     """Tile 32 over 8 threads in y: each thread owns 4 points of i, so 4 registers,
-    held across the k sub-tile loop with unrolled constant-trip point loops."""
-    c, _ = _compile("gemm")
+    held across the k sub-tile loop with unrolled constant-trip point loops (the
+    32 x 32 tile given: by default gemm gets an 8 x 8 register tile)."""
+    c, _ = _compile("gemm", tile=(32, 32, 16))
     (decl,) = c.program.kernels["kernel0"].registers
     assert decl.shape == (4,)
     assert "#pragma unroll" in c.cuda and f"{decl.name}[pm_c3_u] +=" in c.cuda
@@ -99,14 +100,17 @@ def test_register_array_gets_no_duplicate_shared_buffer():
     c, _ = _compile("gemm")
     (plan,) = _plan(c).values()
     assert {b.array for b in plan.memory.buffers} == {"A", "B"}
-    assert plan.memory.shared_bytes == 2 * 32 * 16 * 4
+    assert plan.memory.shared_bytes == 2 * 128 * 16 * 4      # the default register tile
     assert "sh0_C" not in c.cuda
+    # (at the default 128 x 128 tile C's buffer would not fit shared memory anyway: its
+    # note says so; at 32 x 32 it is dropped for the registers)
+    c32, _ = _compile("gemm", tile=(32, 32, 16))
     assert "kernel0: C: not buffered (kept in registers across the sequential loops: " \
-        "loaded from and stored to global memory once per thread point)" in c.note_lines
+        "loaded from and stored to global memory once per thread point)" in c32.note_lines
     (decl,) = c.program.kernels["kernel0"].registers
     assert decl.array == "C" and decl.once_per_point
     # --shared all keeps every buffer (the scratchpad-only machines of seed 000 §3)
-    c_all, _ = _compile("gemm", shared="all")
+    c_all, _ = _compile("gemm", shared="all", tile=(32, 32, 16))
     assert "sh0_C[32][32]" in c_all.cuda
 
 

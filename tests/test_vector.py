@@ -148,9 +148,10 @@ def test_gemm_fp32_requests_by_the_chunk_ratio():
     4 * (4 * 48 + 32) = 896.  float4 chunks: a row's chunks go to 8 lanes (one 128-byte
     line), the rows to the 32 groups of 8 threads: A's rows of 4 chunks are 4 rows per
     warp (8 requests, half the lanes idle), B's rows of 8 chunks 4 rows per warp (4):
-    4 * (4 * 12 + 32) = 320."""
+    4 * (4 * 12 + 32) = 320.  (The 32 x 32 tile given: by default gemm takes an 8 x 8
+    register tile, test_register_tiles.)"""
     ctype, sizes, _ = KERNELS["gemm"]
-    on = _opts("gemm", sizes, None)
+    on = _opts("gemm", sizes, "32,32,16")
     c = compile_source(_src("gemm", ctype), on)
     off = on.with_(vector=False)
     req_on = _load_requests(c, on)
@@ -167,7 +168,7 @@ def test_halo_rows_keep_element_copies():
     c = compile_source(_src("jacobi-2d", "double"), _opts("jacobi-2d", {"n": 64, "tsteps": 2}, None))
     assert not _vector_copies(c)
     assert not any("double2 copies" in n for n in c.note_lines)
-    g = compile_source(_src("gemm", "float"), _opts("gemm", {"N": 64}, None))
+    g = compile_source(_src("gemm", "float"), _opts("gemm", {"N": 64}, "32,32,16"))
     assert sum("float4 copies" in n for n in g.note_lines) == 2
 
 

@@ -31,7 +31,8 @@ def promote_plan_registers(plan: KernelPlan, body: list[kir.Stmt], buffers: list
     members = [(mm.axis, mm.tile, mm.threads) for mm in plan.members
                if getattr(plan, "member_points", True)]
     private = frozenset(n for n in targets if owner[n].private)
-    body, decls, result = promote_registers(body, targets, members, private)
+    body, decls, result = promote_registers(body, targets, members, private,
+                                            pieces=getattr(plan, "full_tiles", False))
     kname = plan.name[len("pm_"):]
     for n, (made, skipped, once) in result.items():
         owner[n].registers += made
@@ -49,21 +50,58 @@ def promote_plan_registers(plan: KernelPlan, body: list[kir.Stmt], buffers: list
 
 #: Most iterations of an inner loop with constant bounds that get ``#pragma unroll``.
 UNROLL_MAX = 32
+#: Most statement instances of a loop nest unrolled whole around a register tile
+#: (the k sub-tile loop of a full tile: 16 steps of an 8 x 8 outer product)
+UNROLL_NEST_MAX = 1024
+
+
+def _trips(s: kir.Loop) -> int:
+    """The loop's constant trip count, 0 when its bounds are not constants."""
+    if isinstance(s.lower, Int) and isinstance(s.upper, Int) and isinstance(s.step, int) \
+            and s.step > 0:
+        return max(0, (s.upper.value - s.lower.value) // s.step + 1)
+    return 0
+
+
+def _unrolled_nest(body: list[kir.Stmt]) -> int:
+    """Statements (lets aside) of one pass over ``body`` when each loop inside is
+    unrolled (marked) and no barrier lies inside; 0 otherwise."""
+    n = 0
+    for s in body:
+        if isinstance(s, kir.Barrier) or isinstance(s, kir.Loop) and not s.unroll:
+            return 0
+        if isinstance(s, kir.Loop):
+            inner = _unrolled_nest(s.body)
+            if not inner or not _trips(s):
+                return 0
+            n += _trips(s) * inner
+        elif isinstance(s, kir.If):
+            a, b = _unrolled_nest(s.then), _unrolled_nest(s.orelse)
+            if not a and s.then or not b and s.orelse:
+                return 0
+            n += max(a, b)
+        elif not isinstance(s, kir.Let):
+            n += 1
+    return n
 
 
 def mark_unroll(body: list[kir.Stmt]) -> list[kir.Stmt]:
     """Seed 004 §4.3: ``#pragma unroll`` on innermost loops with constant trip counts
-    (at most :data:`UNROLL_MAX`, no barrier inside)."""
+    (at most :data:`UNROLL_MAX`, no barrier inside), and on a constant loop around
+    register-tile loops already unrolled (the k sub-tile loop of a full tile, where
+    the fragments of each k step are then loaded from shared memory once), up to
+    :data:`UNROLL_NEST_MAX` instances."""
     out: list[kir.Stmt] = []
     for s in body:
         if isinstance(s, kir.Loop):
             inner = mark_unroll(s.body)
             leaf = not any(isinstance(x, (kir.Loop, kir.Barrier)) for x in kir.walk(s.body))
-            const = isinstance(s.lower, Int) and isinstance(s.upper, Int) and \
-                isinstance(s.step, int) and s.step > 0
-            trips = (s.upper.value - s.lower.value) // s.step + 1 if const else 0
+            trips = _trips(s)
+            nest = not leaf and any(isinstance(x, kir.Loop) for x in inner) and \
+                1 < trips and trips * _unrolled_nest(inner) <= UNROLL_NEST_MAX and \
+                _unrolled_nest(inner) > 0
             out.append(kir.Loop(s.var, s.lower, s.upper, s.step, inner,
-                                s.unroll or (leaf and const and 1 < trips <= UNROLL_MAX)))
+                                s.unroll or (leaf and 1 < trips <= UNROLL_MAX) or nest))
         elif isinstance(s, kir.If):
             out.append(kir.If(s.cond, mark_unroll(s.then), mark_unroll(s.orelse)))
         else:

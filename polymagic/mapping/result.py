@@ -66,6 +66,7 @@ class KernelPlan:
     local: LocalPlan | None = None       # --localise (seed 001)
     per_thread: tuple[int, ...] = ()     # points per thread per member (--tile T:t)
     jammed: bool = False                 # its point loops moved inside the sub-tile loops
+    full_tiles: bool = False             # full tiles generated apart (isl isolate option)
     specialised: dict[str, int] = field(default_factory=dict)  # sizes the domain is fixed to
     #: the thread point loops of the kernel body are its members' (tile, threads) loops, so
     #: the lowering may keep one register per point a thread owns; False for the

@@ -39,6 +39,8 @@ from ..options import CompileOptions, per_thread_tile
 from ..schedule import ScheduleResult
 from ..scop import Scop
 from ..timeblock import TIME_TILES_MARK
+from .full_tiles import full_tiles, isolate_full_tiles
+from .register_tiles import BLOCK_TILE, POINTS, compute_bound, split_fixed_statements
 from .observer import NO_OBSERVER, BandEvent, MappingObserver
 from .result import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, MARK_PREFIX, KernelPlan,
                      MappedMember, MappingResult)
@@ -64,6 +66,8 @@ class SingleMapper(TimeKernels):
         self.constants = ConstantChooser(scop, options.sizes)
         #: private local scalars (ScheduleResult.private_temps): registers only
         self.private: frozenset[str] = frozenset()
+        # (block tile, points per thread) chosen for the band being mapped, by default
+        self.band_default: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
     def new_name(self) -> str:
         return f"{MARK_PREFIX}{len(self.plans)}"
@@ -130,8 +134,9 @@ class SingleMapper(TimeKernels):
 
     def tile_sizes(self, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Tile sizes (outermost member first) and threads per member (outermost first)."""
-        tiles = list(self.options.tile or DEFAULT_TILES[m])
-        tiles = (tiles + list(DEFAULT_TILES[m]))[:m] if len(tiles) < m else tiles[:m]
+        default = self.band_default[0] if self.band_default else DEFAULT_TILES[m]
+        tiles = list(self.options.tile or default)
+        tiles = (tiles + list(default))[:m] if len(tiles) < m else tiles[:m]
         per = self.per_thread
         if per is not None:
             # seed 000 §4.1, inner tiles per thread: T_j / t_j threads along member j,
@@ -153,7 +158,24 @@ class SingleMapper(TimeKernels):
     @property
     def per_thread(self) -> tuple[int, ...] | None:
         """Points per thread along the block-tile members (``--tile T:t``), or None."""
+        if self.band_default:
+            return self.band_default[1]
         return per_thread_tile(self.options.tile_levels, self.options.block)
+
+    def default_register_tile(self, node: isl.ScheduleNode) -> None:
+        """Issue 16: register tiles by default on a compute-bound band
+        (:func:`.register_tiles.compute_bound`) when no tile, block or per-thread
+        size is given; sets :attr:`band_default` for the band being mapped."""
+        self.band_default = None
+        o = self.options
+        if o.tile is not None or o.block is not None or o.tile_levels or not o.registers \
+                or o.shared == "none":
+            return
+        n = node.band_n_member()
+        if compute_bound(self.scop, node.band_get_partial_schedule(), node.get_domain(),
+                         min(leading_coincident(node), 3), n, node.band_get_permutable()) \
+                and is_rectangular(node.band_get_partial_schedule()):
+            self.band_default = (BLOCK_TILE, POINTS)
 
     def jam_point_band(self, inner: isl.ScheduleNode, m: int, s: int) -> isl.ScheduleNode:
         """Unroll-and-jam for per-thread tiles (seed 000 §4.1 register tiling, seed 004
@@ -191,6 +213,8 @@ class SingleMapper(TimeKernels):
         AST generator (fuzz finding 36: tiles 33,34 over a three-statement band with
         parametric members, over 40M operations with the sub-tile band, 1 s without)."""
         name = self.new_name()
+        if reuse is None:
+            self.default_register_tile(node)
         original = node
         n = node.band_n_member()
         m = min(leading_coincident(node), 3)
@@ -295,7 +319,17 @@ class SingleMapper(TimeKernels):
             # threads write one element in a barrier phase (fuzz finding 23)
             if s and inner.get_type() == isl.schedule_node_type.band and rectangular:
                 inner = self.jam_point_band(inner, m, s)
+                if plan.memory and any(b.level == "sub-tile" for b in plan.memory.buffers):
+                    # with copies in the k steps the split-off statements stay inside
+                    # the sub-tile loop, where their register serves them too
+                    inner = split_fixed_statements(inner, m)
                 plan.jammed = True
+                full_set = full_tiles(full, host_prefix, domain, tiles[:m])
+                if full_set is not None and not full_set.is_empty():
+                    tile_band = inner.parent().parent()
+                    inner = isolate_full_tiles(tile_band, full_set,
+                                               tile_band.get_schedule_depth()).child(0).child(0)
+                    plan.full_tiles = True
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(id_bounds(thread_ctx)))

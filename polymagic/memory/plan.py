@@ -97,12 +97,26 @@ def _prefix(node: isl.ScheduleNode) -> isl.UnionMap:
     return node.get_prefix_schedule_union_map().intersect_domain(node.get_domain())
 
 
-def _candidates(scop: Scop, spaces: list[DataSpace], options: CompileOptions
-                ) -> list[tuple[Partition, Box, bool, str]]:
-    """Partitions of the given data spaces (one level) with their boxes and decisions."""
+def _candidates(scop: Scop, spaces: list[DataSpace], options: CompileOptions,
+                read_only: bool = False) -> list[tuple[Partition, Box, bool, str]]:
+    """Partitions of the given data spaces (one level) with their boxes and decisions.
+    With ``read_only`` (the kernel does not write the array), a partition whose box
+    grows with the problem size while each of its data spaces' does not is split into
+    one partition per data space: copies of read-only data may overlap (syrk's
+    ``A[i][k]`` and ``A[j][k]`` meet only on the diagonal blocks, and their union's
+    box spans the distance between the block's i and j tiles)."""
     out = []
     sample = {p: 100 for p in scop.size_params}
+    parts = []
     for part in partition(spaces):
+        if read_only and len(part.spaces) > 1 and \
+                not bounding_box(part.pieces(), scop.context).bounded:
+            alone = [Partition(part.array, [d]) for d in part.spaces]
+            if all(bounding_box(a.pieces(), scop.context).bounded for a in alone):
+                parts += alone
+                continue
+        parts.append(part)
+    for part in parts:
         box = bounding_box(part.pieces(), scop.context)
         if options.shared == "all":
             ok, why = True, "--shared all: every partition is buffered"
@@ -283,10 +297,10 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
         # so only the elements it reads are loaded (a box would race; fuzz finding 10)
         written = any(a.array == array and a.is_write for s in here for a in s.accesses)
         level, prefix = "block", pre_outer
-        cands = _candidates(scop, spaces_at(pre_outer, array), options)
+        cands = _candidates(scop, spaces_at(pre_outer, array), options, not written)
         if not same_level and not all(box.bounded for _, box, _, _ in cands):
             level, prefix = "sub-tile", pre_inner
-            cands = _candidates(scop, spaces_at(pre_inner, array), options)
+            cands = _candidates(scop, spaces_at(pre_inner, array), options, not written)
         kid = kernel.rsplit("kernel", 1)[-1]          # kernel names: pm_kernel<k>
         bufs, reasons = array_buffers(scop, options, array, cands, prefix, level, written,
                                       buffer_stem(scop, f"sh{kid}"), flows)

@@ -37,8 +37,9 @@ from ..expr import walk as walk_expr
 from ..notes import Note
 from ..scop import Scop
 
-#: Most registers one array may take per thread (one per point a thread owns).
-MAX_REGISTERS = 16
+#: Most registers one array may take per thread (one per point a thread owns): an
+#: 8 x 8 register tile (issue 16), 64 of the 255 registers a thread may have.
+MAX_REGISTERS = 64
 
 
 @dataclass
@@ -214,6 +215,30 @@ def _converted(loop: kir.Loop) -> bool:
         loop.lower == Int(0) and isinstance(loop.upper, Int)
 
 
+def _on_steps_only(names: set[str], steps: set[str]) -> bool:
+    """A condition that picks steps of a loop's body alone: its variables are the
+    body's loop variables ``steps`` (not the thread point's), block ids and the
+    kernel's parameters (generated names start with ``pm_``), never thread ids: the
+    same for every point a thread owns in the block."""
+    blocks = set(kir.BLOCK_IDS.values())
+    return all(v in steps or v in blocks or not v.startswith("pm_") for v in names)
+
+
+def _same(a: kir.Stmt, b: kir.Stmt) -> bool:
+    """Two statements around references alike as headers (bodies aside): the thread
+    point loops of a statement split off the reduction (an initialisation, isl's
+    separate point loops) and those of the reduction share one register per point."""
+    if a is b:
+        return True
+    if isinstance(a, kir.Loop) and isinstance(b, kir.Loop):
+        return (a.var, a.lower, a.upper, a.step) == (b.var, b.lower, b.upper, b.step)
+    if isinstance(a, kir.If) and isinstance(b, kir.If):
+        return a.cond == b.cond
+    if isinstance(a, kir.Let) and isinstance(b, kir.Let):
+        return (a.var, a.value) == (b.var, b.value)
+    return False
+
+
 class _Else:
     """Path marker: the reference lies in the else branch of ``stmt``."""
 
@@ -258,7 +283,7 @@ def _first_iteration(path: list, loops: list[kir.Loop]) -> bool:
 class RegisterPromoter:
     """Applies register plans to one kernel body (seed 004 §4.2)."""
 
-    def __init__(self, members, counter_start: int = 0):
+    def __init__(self, members, counter_start: int = 0, pieces: bool = False):
         # members: (axis, tile, threads) of the mapped band members
         self.members = list(members)
         self.decls: list[kir.RegisterDecl] = []
@@ -266,6 +291,8 @@ class RegisterPromoter:
         self.n = counter_start
         self.enclosing: list[kir.Loop] = []
         self.hoists: list[bool] = []    # per hoist: only thread point loops around it
+        self.pieces = pieces            # see promote_registers
+        self.first = 0                  # the first declaration of the name being promoted
 
     def trips(self, loop: kir.Loop) -> int | None:
         """Constant trip count bound of a thread point loop (``ceil(T/B)``), or None."""
@@ -274,6 +301,16 @@ class RegisterPromoter:
             if threads < tile and loop.step == threads and kir.THREAD_IDS[axis] in lv:
                 return -(-tile // threads)
         return None
+
+    def whole_tile(self, loop: kir.Loop, trips: int) -> bool:
+        """Whether isl printed the thread point loop ``for (p = t; p <= U; p += B)``
+        over a whole tile: ``t`` the thread id alone, ``U`` a constant at least the
+        tile's last point ``B (trips - 1) + B - 1`` (a full tile isolated by
+        :mod:`polymagic.mapping.full_tiles`, where isl knows the tile is full); then
+        every one of the ``trips`` points is in the loop and needs no guard."""
+        tids = set(kir.THREAD_IDS.values())
+        return isinstance(loop.lower, Var) and loop.lower.name in tids and \
+            isinstance(loop.upper, Int) and loop.upper.value >= loop.step * trips - 1
 
     def run(self, body: list[kir.Stmt], name: str, ctype: str) -> list[kir.Stmt]:
         out: list[kir.Stmt] = []
@@ -306,6 +343,8 @@ class RegisterPromoter:
         inner = _bound(L.body) | {L.var}
         index = None
         keep: list[kir.Stmt] | None = None
+        reps: list[list[kir.Stmt]] = []
+        stepwise: set[int] = set()      # references guarded by a condition on L's steps
         written = False
         for path, c in sites:
             idx = {a.index for a in _names_in(c, name)}
@@ -334,7 +373,15 @@ class RegisterPromoter:
                 if isinstance(s, _Else):
                     return "the reference is in an else branch"
                 if isinstance(s, kir.If):
-                    if _header_vars(s) & inner - pvars:
+                    on_body = _header_vars(s) & inner - pvars
+                    if on_body and _on_steps_only(_header_vars(s), inner - pvars):
+                        # a step of the loop's body chosen, not the thread point (an
+                        # initialisation at k = 0 fused into the band): the register
+                        # serves it there, loaded and stored around the loop as for
+                        # the other references
+                        stepwise.add(id(c))
+                        continue
+                    if on_body:
                         return f"the reference is guarded by a condition on loop {L.var}'s body"
                     rep.append(s)
                 elif any(s is x for x in chosen):
@@ -346,10 +393,17 @@ class RegisterPromoter:
                             "would load an element nobody reads)")
             if keep is None:
                 keep = rep
-            elif len(keep) != len(rep) or any(a is not b for a, b in zip(keep, rep)):
+            elif len(keep) != len(rep) or any(not _same(a, b) for a, b in zip(keep, rep)):
                 return f"references under different loops inside loop {L.var}"
+            reps.append(rep)
         assert keep is not None and index is not None
         loops = [s for s in keep if isinstance(s, kir.Loop)]
+        # the thread point loops of every reference (each nest alike: :func:`_same`)
+        # by their place in ``loops``
+        at: dict[int, int] = {}
+        for r in reps:
+            for pos, lp in enumerate(x for x in r if isinstance(x, kir.Loop)):
+                at[id(lp)] = pos
         trips = []
         for lp in loops:
             t = self.trips(lp) if not (private and _converted(lp)) else lp.upper.value + 1
@@ -358,33 +412,47 @@ class RegisterPromoter:
                         "(one register per point needs one)")
             trips.append(t)
         overwrites = private or _overwrites(sites[0][1], name)
-        if overwrites and not private and not _first_iteration(sites[0][0], loops):
+        if any(_overwrites(c, name) for _p, c in sites if id(c) in stepwise):
+            return (f"a reference inside loop {L.var} overwrites the element under a "
+                    f"condition on loop {L.var}'s steps (the register's load before the "
+                    "loop would read an element nobody may have written)")
+        if overwrites and not private and not _first_iteration(
+                sites[0][0], [x for x in reps[0] if isinstance(x, kir.Loop)]):
             return (f"its first reference inside loop {L.var} overwrites the element under "
                     "a loop that may not run (the register's load would be needed and "
                     "read an undefined value)")
         nregs = math.prod(trips)
         if nregs > MAX_REGISTERS:
             return f"{nregs} points per thread need more than {MAX_REGISTERS} registers"
-        rname = f"pm_r{self.n}_{name}"
-        self.n += 1
-        self.decls.append(kir.RegisterDecl(rname, ctype, (nregs,) if loops else ()))
-        uvar = {id(lp): lp.var if private and _converted(lp) else f"{lp.var}_u"
-                for lp in loops}
+        shape = (nregs,) if loops else ()
+        # pieces isl generated apart for disjoint block tiles share one register array
+        same = [d for d in self.decls[self.first:] if self.pieces and d.shape == shape
+                and d.name.endswith(f"_{name}") and d.ctype == ctype]
+        if same:
+            rname = same[0].name
+        else:
+            rname = f"pm_r{self.n}_{name}"
+            self.n += 1
+            self.decls.append(kir.RegisterDecl(rname, ctype, shape))
+        # a point loop an earlier private register made constant-trip keeps its variable
+        uvar = [lp.var if private and _converted(lp) else f"{lp.var}_u" for lp in loops]
         reg_idx: Expr | None = None
-        for lp, t in zip(loops, trips):
-            reg_idx = Var(uvar[id(lp)]) if reg_idx is None else \
-                Binary("+", Binary("*", reg_idx, Int(t)), Var(uvar[id(lp)]))
+        for pos, t in enumerate(trips):
+            reg_idx = Var(uvar[pos]) if reg_idx is None else \
+                Binary("+", Binary("*", reg_idx, Int(t)), Var(uvar[pos]))
         reg = Access(rname, (reg_idx,) if reg_idx is not None else ())
         glob = Access(name, index)
 
-        def const_trip(lp: kir.Loop, t: int, body: list[kir.Stmt]) -> kir.Loop:
-            u = uvar[id(lp)]
+        def const_trip(lp: kir.Loop, pos: int, body: list[kir.Stmt]) -> kir.Loop:
+            t = trips[pos]
+            u = uvar[pos]
             if u == lp.var:                  # made constant-trip by an earlier register
                 return kir.Loop(u, lp.lower, lp.upper, 1, body, unroll=True)
             first = Binary("+", lp.lower, Binary("*", Int(lp.step), Var(u)))
-            return kir.Loop(u, Int(0), Int(t - 1), 1,
-                            [kir.Let(lp.var, first),
-                             kir.If(Binary("<=", Var(lp.var), lp.upper), body)], unroll=True)
+            inner = body if self.whole_tile(lp, t) else \
+                [kir.If(Binary("<=", Var(lp.var), lp.upper), body)]
+            return kir.Loop(u, Int(0), Int(t - 1), 1, [kir.Let(lp.var, first)] + inner,
+                            unroll=True)
 
         def nest(stmt: kir.Stmt) -> list[kir.Stmt]:
             body: list[kir.Stmt] = [stmt]
@@ -394,7 +462,7 @@ class RegisterPromoter:
                 elif isinstance(s, kir.Let):
                     body = [s] + body
                 else:
-                    body = [const_trip(s, trips[loops.index(s)], body)]
+                    body = [const_trip(s, loops.index(s), body)]
             return body
 
         def rewrite(body: list[kir.Stmt]) -> list[kir.Stmt]:
@@ -402,8 +470,8 @@ class RegisterPromoter:
             for s in body:
                 if isinstance(s, kir.Loop):
                     nb = rewrite(s.body)
-                    if any(s is lp for lp in loops):
-                        out.append(const_trip(s, trips[loops.index(s)], nb))
+                    if id(s) in at:
+                        out.append(const_trip(s, at[id(s)], nb))
                     else:
                         out.append(kir.Loop(s.var, s.lower, s.upper, s.step, nb, s.unroll))
                 elif isinstance(s, kir.If):
@@ -430,7 +498,7 @@ class RegisterPromoter:
 
 
 def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
-                      private: frozenset[str] = frozenset()
+                      private: frozenset[str] = frozenset(), pieces: bool = False
                       ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl],
                                  dict[str, tuple[list[str], list[str], bool]]]:
     """Apply register plans to a kernel body.
@@ -441,11 +509,14 @@ def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
     (:func:`_promote_private`).  Returns the new body, the register declarations, and per name the
     registers made, the reasons sites were skipped, and whether every access now
     goes through one hoist around which only thread point loops lie (one load and
-    one store per thread point)."""
-    pr = RegisterPromoter(members)
+    one store per thread point).  ``pieces``: the body holds pieces isl generated
+    apart for disjoint sets of block tiles (full tiles isolated on the block tile band,
+    :mod:`polymagic.mapping.full_tiles`), so a thread point runs one hoist of each
+    piece's: one hoist per piece still loads and stores once per point."""
+    pr = RegisterPromoter(members, pieces=pieces)
     result: dict[str, tuple[list[str], list[str], bool]] = {}
     for name, ctype in targets.items():
-        before = len(pr.decls)
+        before = pr.first = len(pr.decls)
         pr.reasons, pr.hoists, pr.enclosing = [], [], []
         if name in private:
             body = _promote_private(pr, body, name, ctype)
@@ -454,7 +525,8 @@ def promote_registers(body: list[kir.Stmt], targets: dict[str, str], members,
         made = [d.name + "".join(f"[{n}]" for n in d.shape) for d in pr.decls[before:]]
         left = [s for s, _ in _sites(body, name, [])
                 if not _s_is_register_copy(_, pr.decls[before:])] if made else []
-        once = len(pr.hoists) == 1 and pr.hoists[0] and not left
+        once = (len(pr.hoists) == 1 or pieces and len(pr.hoists) > 1) and \
+            all(pr.hoists) and not left
         result[name] = (made, [] if made else list(pr.reasons), once)
     return body, pr.decls, result
 
