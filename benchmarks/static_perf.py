@@ -138,6 +138,18 @@ PPCG: dict[str, Ppcg] = {
 }
 
 
+#: issue 16's "done when" kernels: written as people write them (a scalar accumulator
+#: local to the loop body, alpha and beta), at PPCG's sizes and precisions
+TARGETS: dict[str, tuple[str, dict]] = {
+    "gemm-scalar f32 4096^3": ("gemm-scalar", {"N": 4096}),
+    "2mm-scalar f64 2048": ("2mm-scalar", _sq(2048, "ni", "nj", "nk", "nl")),
+    "syrk-scalar f64 2048": ("syrk-scalar", _sq(2048, "n", "m")),
+}
+#: issue 16's thresholds on each compute kernel's hottest loop
+TARGET_FMA_SHARE = 0.60
+TARGET_FMA_PER_LDS = 4.0
+
+
 # ---- tools ----------------------------------------------------------------------------
 
 def find_nvdisasm() -> str | None:
@@ -741,6 +753,40 @@ def ppcg_reports(names: list[str] | None, nvdisasm: str) -> list[ProgramReport]:
     return out
 
 
+def target_reports(nvdisasm: str) -> list[ProgramReport]:
+    """Issue 16's done-when kernels (:data:`TARGETS`) at default options."""
+    out = []
+    for label, (source, sizes) in TARGETS.items():
+        out.append(safe_report(label, source_of(source), dict(sizes), nvdisasm))
+        print(f"  {label}: done", file=sys.stderr, flush=True)
+    return out
+
+
+def target_met(k) -> bool:
+    """Issue 16's bar for a kernel's hottest loop: FMA share and FMAs per shared load
+    at least the targets, no spills."""
+    m = k.mix
+    return (m.fma_share >= TARGET_FMA_SHARE and m.fma_per_lds is not None
+            and m.fma_per_lds >= TARGET_FMA_PER_LDS and k.spill_stores == 0
+            and k.spill_loads == 0)
+
+
+def target_rows(reports: list[ProgramReport]) -> list[str]:
+    """Markdown rows: each computing kernel of the done-when programs against the bar."""
+    rows = ["| program | kernels | kernel | regs | spills | hot loop FMA share | "
+            "FMA per LDS | target met |", "|---|---|---|---|---|---|---|---|"]
+    for r in reports:
+        if r.error:
+            rows.append(f"| {r.name} | {r.error} | | | | | | no |")
+            continue
+        for i, k in enumerate(x for x in r.kernels if x.mix.fma):
+            rows.append(f"| {r.name if i == 0 else ''} | {len(r.kernels) if i == 0 else ''} | "
+                        f"{k.kernel} | {k.registers} | {k.spill_stores + k.spill_loads} B | "
+                        f"{k.mix.fma_share:.0%} | {_ratio(k.mix.fma_per_lds)} | "
+                        f"{'yes' if target_met(k) else 'no'} |")
+    return rows
+
+
 # ---- output ---------------------------------------------------------------------------
 
 def _ms(s: float) -> str:
@@ -805,9 +851,17 @@ def ppcg_rows(reports: list[ProgramReport]) -> list[str]:
     return rows
 
 
-def markdown(suite: list[ProgramReport], ppcg: list[ProgramReport], preset: str) -> str:
+def markdown(suite: list[ProgramReport], ppcg: list[ProgramReport], preset: str,
+             targets: list[ProgramReport] = ()) -> str:
     m = H100
-    out = [f"## Machine code (sm_90 cubin, NVRTC + nvdisasm) and **model**: suite, "
+    out = []
+    if targets:
+        out += ["## Issue 16's targets: kernels as people write them, default options", "",
+                f"Bar: the hottest loop of each computing kernel at least "
+                f"{TARGET_FMA_SHARE:.0%} FMAs and {TARGET_FMA_PER_LDS:g} FMAs per "
+                "shared-load instruction, no spills (measured from the sm_90 cubin).", ""]
+        out += target_rows(list(targets)) + [""]
+    out += [f"## Machine code (sm_90 cubin, NVRTC + nvdisasm) and **model**: suite, "
            f"`{preset}` sizes", "",
            "Figures measured from the cubin: registers, spills, shared memory, "
            "blocks per SM (H100 limits), the hot loop's static instruction mix.  "
@@ -852,6 +906,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="skip the kernels at PPCG's sizes")
     p.add_argument("--no-suite", dest="suite", action="store_false",
                    help="only the kernels at PPCG's sizes")
+    p.add_argument("--no-targets", dest="targets", action="store_false",
+                   help="skip issue 16's done-when kernels (benchmarks/kernels/*-scalar.c)")
     p.add_argument("--json", action="store_true", help="print JSON instead of markdown")
     p.add_argument("--out", type=Path, help="also write the output to this file")
     return p.parse_args(argv)
@@ -871,17 +927,19 @@ def main(argv=None) -> int:
     suite = suite_reports(select(in_suite), a.preset, nvdisasm) \
         if a.suite and (in_suite or not names) else []
     ppcg = ppcg_reports(names or None, nvdisasm) if a.ppcg else []
+    targets = target_reports(nvdisasm) if a.targets and not names else []
     if a.json:
         text = json.dumps({"machine": asdict(H100), "preset": a.preset,
                            "suite": [to_json(r) for r in suite],
                            "ppcg_sizes": [to_json(r) for r in ppcg],
+                           "targets": [to_json(r) for r in targets],
                            "seconds": time.perf_counter() - t0}, indent=1)
     else:
-        text = markdown(suite, ppcg, a.preset)
+        text = markdown(suite, ppcg, a.preset, targets)
     print(text)
     if a.out:
         a.out.write_text(text + "\n")
-    failed = [r for r in suite + ppcg if r.error and (r.ppcg is None or r.ppcg.source)]
+    failed = [r for r in suite + ppcg + targets if r.error and (r.ppcg is None or r.ppcg.source)]
     return 1 if failed else 0
 
 

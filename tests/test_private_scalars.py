@@ -9,6 +9,8 @@ case checks the emulator against the CPU and counts kernels and global stores.
 """
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
 from polymagic.compiler import compile_source
@@ -311,3 +313,21 @@ def test_the_cuda_compiles_with_nvrtc(src):
     for k in c.program.kernels:
         assert f".entry {k}" in ptx
     _no_temps(c)
+
+
+@pytest.mark.parametrize("source,sizes", [
+    ("gemm-scalar", {"N": 300}), ("gemm-scalar", {"N": 5}), ("gemm-scalar", {"N": 130}),
+    ("2mm-scalar", {"ni": 140, "nj": 131, "nk": 20, "nl": 129}),
+    ("syrk-scalar", {"n": 150, "m": 21}), ("syrk-scalar", {"n": 3, "m": 2})])
+def test_issue16_target_kernels_match_the_cpu(source, sizes):
+    """The done-when kernels of issue 16 (scalar accumulators, alpha, beta) under the
+    default 8 x 8 register tiles: full and partial tiles on every axis, and below one
+    tile, emulator == CPU with every output stored once."""
+    src = (pathlib.Path(__file__).resolve().parent.parent / "benchmarks" / "kernels"
+           / f"{source}.c").read_text()
+    c, r = _run(src, sizes)
+    _no_temps(c)
+    n = sizes.get("N") or sizes.get("n")
+    outputs = {"gemm-scalar": n * n if n else 0, "syrk-scalar": n * (n + 1) // 2 if n else 0,
+               "2mm-scalar": sizes.get("ni", 0) * (sizes.get("nj", 0) + sizes.get("nl", 0))}
+    assert r.counters["stores"] == outputs[source]

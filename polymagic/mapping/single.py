@@ -291,8 +291,12 @@ class SingleMapper(TimeKernels):
             private = frozenset(t for t in self.private if all(
                 s.name in here for s in self.scop.statements
                 if any(a.array == t for a in s.accesses)))
-            if self.options.shared == "all":     # every partition buffered, private too
-                private = frozenset()
+            if self.options.shared == "all":
+                # every partition buffered, a private scalar's too (seed 000 §3.1.4: a
+                # block-local buffer never loaded nor stored), unless its buffer was
+                # dropped for size: then it stays a private register, never in memory
+                buffered = {b.array for b in plan.memory.buffers}
+                private = frozenset(t for t in private if t not in buffered)
             regs, lines = plan_registers(self.scop, domain, point, name[3:],
                                          [mm.loop for mm in members],
                                          [member_text(full, i) for i in range(m, n)],

@@ -603,8 +603,9 @@ def _promote_private(pr: RegisterPromoter, body: list[kir.Stmt], name: str, ctyp
                 if s.lower != tid:
                     inside = Binary("&&", Binary(">=", Var(s.var), s.lower), inside)
                 inner = rewrite(s.body, {**us, a: u})
-                out.append(kir.Loop(u, Int(0), Int(t - 1), 1,
-                                    [kir.Let(s.var, first), kir.If(inside, inner)],
+                if s.lower != tid or not pr.whole_tile(s, t):
+                    inner = [kir.If(inside, inner)]
+                out.append(kir.Loop(u, Int(0), Int(t - 1), 1, [kir.Let(s.var, first)] + inner,
                                     unroll=True))
             elif isinstance(s, kir.Loop):
                 out.append(kir.Loop(s.var, s.lower, s.upper, s.step, rewrite(s.body, us),
