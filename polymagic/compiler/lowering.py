@@ -215,7 +215,8 @@ def _stage_notes(sched: ScheduleResult, mapping: MappingResult, options: Compile
     notes = list(sched.notes)
     notes += [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
     notes += [d for plan in mapping.plans.values() if plan.local for d in plan.local.decisions]
-    if options.localise is not None and not any(p.local for p in mapping.plans.values()):
+    if options.localise is not None and options.localise_auto and \
+            not any(p.local for p in mapping.plans.values()):
         notes.append(Note("lowering", f"--localise {options.localise[0]}: no kernel runs a "
                           f"sequential loop '{options.localise[0]}' inside its threads; "
                           "nothing was localised", kind="refusal"))

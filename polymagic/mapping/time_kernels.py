@@ -74,9 +74,12 @@ class TimeKernels:
         plan = KernelPlan(name, [], [text], statement_names(node), threads=block,
                           text=f"{text} sequential inside one block, parallel loops over "
                                f"{threads} threads (time loop in the kernel)")
-        plan.local = plan_shared(self.scop, x, self.options, name[3:], block,
-                                 self.options.localise[1])
-        if plan.local.buffers:
+        # localise_auto off with a loop named: the recurrence model's one block whose
+        # data would not fit (compiler/recurrence.py); the command line never sets both
+        if self.options.localise_auto:
+            plan.local = plan_shared(self.scop, x, self.options, name[3:], block,
+                                     self.options.localise[1])
+        if plan.local is not None and plan.local.buffers:
             x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
         node = x.ancestor(x.get_tree_depth() - depth)
         plan.specialised = {k: int(v) for k, v in sizes.items()}

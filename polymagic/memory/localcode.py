@@ -132,11 +132,12 @@ def local_note(kernel: str, array: str | None, text: str, kind: str = "decision"
 
 
 def _reusing(scop: Scop, prefix, array: str, window: int, who: tuple[str, str],
-             decisions: list[Note]) -> Localisation | None:
+             decisions: list[Note], box_drift: bool = True) -> Localisation | None:
     """The localisation of ``array`` along the loop (seed 001 §4.2) when it keeps
-    something from one step to the next; else None, with the reason in ``decisions``."""
+    something from one step to the next; else None, with the reason in ``decisions``.
+    ``box_drift``: :func:`.localise.localise`'s."""
     try:
-        loc = localise(scop, prefix, array, window, require_reuse=True)
+        loc = localise(scop, prefix, array, window, require_reuse=True, box_drift=box_drift)
     except (LocaliseError, isl.Error) as e:
         decisions.append(local_note(*who, f"not localised ({e})"))
         return None
@@ -465,7 +466,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel
         if skip and a in skip:
             out.decisions.append(local_note(kernel, a, f"not localised ({skip[a]})"))
             continue
-        loc = _reusing(scop, prefix, a, window, (kernel, a), out.decisions)
+        loc = _reusing(scop, prefix, a, window, (kernel, a), out.decisions, box_drift=False)
         if loc is None:
             continue
         index, s = None, None
@@ -504,7 +505,8 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel
                 continue
             index = [_array_mod(loc.cached, d, e) for d, e in enumerate(exts)]
             how = ("bounding box addressed modulo its extents ("
-                   + ("the drift is not constant)" if loc.constant_drift is None
+                   + ("no compact placement)" if loc.layout == "box"
+                      else "the drift is not constant)" if loc.constant_drift is None
                       else "|C(t)| is not affine in the sizes)" if s == 0
                       else "ρ, or ρ modulo the storage, has too many pieces to print)"))
         lb = LocalBuffer(f"lc{kid}_{a}", a, scop.arrays[a].ctype, tuple(exts), loc, prefix,
