@@ -95,7 +95,8 @@ class Candidate:
     def describe(self, loop: str, iterator: str) -> str:
         """The candidate in words, with its figures."""
         what = {"wavefront": f"a host wavefront over {loop}",
-                "block": (f"one block, localised along {loop} (seed 001, --localise {iterator})"
+                "block": (f"one block running {loop} in the kernel, its data in shared memory "
+                          f"(seed 001 localisation, the whole loop as one window)"
                           if self.localised
                           else f"one block running {loop} in the kernel (data too large to "
                                "localise, or sizes not given)"),
@@ -134,7 +135,8 @@ class RecurrenceChoice:
         if c.name == "block":
             # localise_auto off: the one-block kernel without seed 001's sets (they would
             # not fit, or the sizes are unknown)
-            return options.with_(localise=(self.iterator, 1), localise_auto=c.localised)
+            return options.with_(localise=(self.iterator, 1), localise_auto=c.localised,
+                                 recurrence="block")
         if c.name == "tiles":
             return options.with_(time_tiling=c.tiles)
         return options

@@ -74,19 +74,37 @@ class TimeKernels:
         plan = KernelPlan(name, [], [text], statement_names(node), threads=block,
                           text=f"{text} sequential inside one block, parallel loops over "
                                f"{threads} threads (time loop in the kernel)")
-        # localise_auto off with a loop named: the recurrence model's one block whose
-        # data would not fit (compiler/recurrence.py); the command line never sets both
-        if self.options.localise_auto:
+        if self.options.recurrence == "block":
+            # the recurrence model's one block (compiler/recurrence.py): its whole
+            # footprint in shared memory when it fits (localise_auto), else none
+            node = x.ancestor(x.get_tree_depth() - depth)
+            if self.options.localise_auto:
+                node = self.box_block(node, plan)
+        else:
             plan.local = plan_shared(self.scop, x, self.options, name[3:], block,
                                      self.options.localise[1])
-        if plan.local is not None and plan.local.buffers:
-            x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
-        node = x.ancestor(x.get_tree_depth() - depth)
+            if plan.local.buffers:
+                x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
+            node = x.ancestor(x.get_tree_depth() - depth)
         plan.specialised = {k: int(v) for k, v in sizes.items()}
         self.plans[name] = plan
         if sizes:
             node = node.parent()
         return node.insert_mark(isl.Id(name))
+
+    def box_block(self, node: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
+        """The one-block kernel's whole footprint in shared memory, copied in once
+        before its time loop ``node`` and back once after it
+        (:func:`.memory.localcode.plan_tile_box` with ``whole``); returns the node at
+        ``node``'s position."""
+        from ..memory.localcode import graft_tile_box, plan_tile_box
+        plan.local = plan_tile_box(self.scop, node, self.options, plan.name[3:], plan.block,
+                                   1, whole=True)
+        if not plan.local.buffers:
+            return node
+        depth = node.get_tree_depth()
+        node = graft_tile_box(self.scop, node, plan.local, self.local_copies, self.namer)
+        return node.ancestor(node.get_tree_depth() - depth)
 
     def time_tile_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
         """One block per time tile (``--time-tiling``, issue 5): ``node`` is the band

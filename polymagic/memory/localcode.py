@@ -132,12 +132,11 @@ def local_note(kernel: str, array: str | None, text: str, kind: str = "decision"
 
 
 def _reusing(scop: Scop, prefix, array: str, window: int, who: tuple[str, str],
-             decisions: list[Note], box_drift: bool = True) -> Localisation | None:
+             decisions: list[Note]) -> Localisation | None:
     """The localisation of ``array`` along the loop (seed 001 §4.2) when it keeps
-    something from one step to the next; else None, with the reason in ``decisions``.
-    ``box_drift``: :func:`.localise.localise`'s."""
+    something from one step to the next; else None, with the reason in ``decisions``."""
     try:
-        loc = localise(scop, prefix, array, window, require_reuse=True, box_drift=box_drift)
+        loc = localise(scop, prefix, array, window, require_reuse=True)
     except (LocaliseError, isl.Error) as e:
         decisions.append(local_note(*who, f"not localised ({e})"))
         return None
@@ -466,7 +465,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel
         if skip and a in skip:
             out.decisions.append(local_note(kernel, a, f"not localised ({skip[a]})"))
             continue
-        loc = _reusing(scop, prefix, a, window, (kernel, a), out.decisions, box_drift=False)
+        loc = _reusing(scop, prefix, a, window, (kernel, a), out.decisions)
         if loc is None:
             continue
         index, s = None, None
@@ -505,8 +504,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel
                 continue
             index = [_array_mod(loc.cached, d, e) for d, e in enumerate(exts)]
             how = ("bounding box addressed modulo its extents ("
-                   + ("no compact placement)" if loc.layout == "box"
-                      else "the drift is not constant)" if loc.constant_drift is None
+                   + ("the drift is not constant)" if loc.constant_drift is None
                       else "|C(t)| is not affine in the sizes)" if s == 0
                       else "ρ, or ρ modulo the storage, has too many pieces to print)"))
         lb = LocalBuffer(f"lc{kid}_{a}", a, scop.arrays[a].ctype, tuple(exts), loc, prefix,
@@ -740,7 +738,7 @@ def _tile_maps(scop: Scop, slices: list[isl.UnionMap], array: str
 
 
 def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, kernel: str,
-                  block: tuple[int, int, int], steps: int) -> LocalPlan:
+                  block: tuple[int, int, int], steps: int, whole: bool = False) -> LocalPlan:
     """Every array a time tile touches in shared memory for the whole tile (seed 001
     §4 with the tile's time loop as the localised loop and a window covering all its
     steps, §4.4's modulo addressing over the bounding box): ``L`` is the box of the
@@ -770,12 +768,20 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, ke
     stays at about a second where seed 001's per-step ``I(t)``/``O(t)`` of skewed
     2-d tiles took 40 s to minutes.  An array whose box does not fit what is left
     of ``--shared-mem`` (at most :data:`LOCAL_LIMIT`) stays in global memory, with
-    the reason in the decisions."""
+    the reason in the decisions.
+
+    ``whole``: ``seq`` is the time loop of a one-block kernel (the recurrence model's
+    choice, :mod:`polymagic.compiler.recurrence`), whose whole footprint is one
+    "tile": copied in once at the kernel's start and back once at its end, no time
+    slices (the kernel is specialised to the sizes, so the footprint is constant;
+    seidel-2d: isl's code in about a second where seed 001's per-step sets of the
+    wavefront took 40 s)."""
     out = LocalPlan()
     prefix, names, arrays = _prefix_and_arrays(scop, seq)
     kid = kernel.rsplit("kernel", 1)[-1]
     limit = min(options.shared_mem, LOCAL_LIMIT)
-    slices = time_slices(seq, prefix, steps)
+    slices = [prefix] if whole else time_slices(seq, prefix, steps)
+    what = "kernel" if whole else "tile"
     if slices is None:
         out.decisions.append(local_note(
             kernel, None,
@@ -791,7 +797,7 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, ke
         if None in exts:
             out.decisions.append(local_note(
                 kernel, a,
-                "not localised (the tile's footprint is "
+                f"not localised (the {what}'s footprint is "
                 "unbounded)"))
             continue
         ctype = scop.arrays[a].ctype
@@ -800,7 +806,7 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, ke
             out.decisions.append(
                 local_note(
                     kernel, a,
-                    f"not localised (the box of the tile's footprint, "
+                    f"not localised (the box of the {what}'s footprint, "
                     f"{'x'.join(map(str, exts))}, {nbytes} bytes, exceeds the shared memory "
                     f"left to the block, {limit - total} of {limit} bytes)"))
             continue
@@ -816,9 +822,9 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, ke
         out.decisions.append(
             local_note(
                 kernel, a,
-                f"the tile's whole footprint in shared memory (seed 001 with "
-                f"the tile's steps as one window): {lb.name}[{']['.join(map(str, exts))}], its "
-                "bounding box addressed modulo its extents; the elements the tile reads copied "
+                f"the {what}'s whole footprint in shared memory (seed 001 with "
+                f"the {what}'s steps as one window): {lb.name}[{']['.join(map(str, exts))}], its "
+                f"bounding box addressed modulo its extents; the elements the {what} reads copied "
                 "in once before its first step" + (", those it writes copied back once after "
                 "its last step" if writes is not None else "")))
     return out

@@ -325,15 +325,12 @@ def _wrapped_shift(sp: isl.Space) -> isl.MultiAff:
 
 
 def localise(scop: Scop, prefix: isl.UnionMap, array: str, window: int = 1,
-             refs: list[tuple[str, int]] | None = None, require_reuse: bool = False,
-             box_drift: bool = True) -> Localisation:
+             refs: list[tuple[str, int]] | None = None, require_reuse: bool = False
+             ) -> Localisation:
     """Seed 001 §4.1, §4.2 and §4.4 for ``array`` along the last dimension of
     ``prefix`` (statement instances -> ``[outer..., t]``).  ``require_reuse``: raise
     :class:`LocaliseError` before counting when nothing is kept from one step to the
-    next (G empty), the cheap answer the planner needs.  ``box_drift=False``: no
-    drift for a bounding-box layout (a one-block kernel addresses it modulo its
-    extents and never moves it; on a skewed wavefront prefix isl's coalescing of δ
-    takes tens of seconds: 1-d SOR, 25 s of a 35 s compile)."""
+    next (G empty), the cheap answer the planner needs."""
     spaces = [d for d in data_spaces(scop, prefix, {array})
               if refs is None or (d.stmt, d.ref) in refs]
     if not spaces:
@@ -366,11 +363,8 @@ def localise(scop: Scop, prefix: isl.UnionMap, array: str, window: int = 1,
         notes.append(Note("localise", "the cached set grows with the problem size",
                           subject=array, kind="info"))
     try:
-        if layout == "box" and not box_drift:
-            drifts, const = [], None
-        else:
-            with OperationBudget(c.get_ctx(), COUNT_OPERATIONS):
-                drifts, const = drift(index, g)
+        with OperationBudget(c.get_ctx(), COUNT_OPERATIONS):
+            drifts, const = drift(index, g)
     except isl.Error:
         drifts, const = [], None
         notes.append(Note("localise", "the drift was not computed (too many isl operations); "
