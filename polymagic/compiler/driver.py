@@ -296,9 +296,9 @@ def is_cached(source: str, options: CompileOptions | Options, language: str = "c
 
 def _size_dependent(c: Compiled) -> bool:
     """Whether the code depends on the values of the sizes (``__constant__`` memory
-    is decided at the given sizes, seed 004 §4.2)."""
-    return bool(c.program.constants) or c.mapping.size_dependent or (
-        c.recurrence is not None and c.recurrence.at_given_sizes)
+    is decided at the given sizes, seed 004 §4.2; the recurrence model counts at
+    them, or at its own when none are given)."""
+    return bool(c.program.constants) or c.mapping.size_dependent or c.recurrence is not None
 
 
 def _size_values(scop: Scop, options: CompileOptions) -> tuple:
