@@ -39,7 +39,6 @@ from ..options import CompileOptions, Options
 from ..schedule import ScheduleResult, compute_schedule
 from ..scop import Scop
 from ..errors import PolymagicError
-from ..memory.localise import count_seconds
 from .lowering import Lowered, map_and_lower
 from .recurrence import RecurrenceChoice, choose, without
 
@@ -126,17 +125,14 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
                     lambda: compute_schedule(scop, deps, options.schedule), _describe_schedule,
                     key=("schedule", source, language, options.deps, options.schedule))
     # a host wavefront (an in-place recurrence): host loop, one block or time tiles,
-    # by the cost model of compiler/recurrence.py
-    choice = log.run("recurrence", "the recurrence model",
-                     lambda: choose(scop, deps, sched, options) or _NO_CHOICE,
-                     _describe_recurrence)
-    # tile choice (seed 000 §4.3), mapping, memory plan and Kernel IR, down the
-    # ladder of isl-budget fallbacks (compiler/lowering.py)
+    # by the cost model of compiler/recurrence.py; then the tile choice (seed 000
+    # §4.3), mapping, memory plan and Kernel IR, down the ladder of isl-budget
+    # fallbacks (compiler/lowering.py)
     lowered, recurrence = log.run(
         "lowering", "mapping",
         lambda: _lower_recurrence(source, language, scop, deps, sched, options,
-                                  None if choice is _NO_CHOICE else choice),
-        lambda r: _describe_lowered(r[0]))
+                                  choose(scop, deps, sched, options)),
+        _describe_lowered)
     program = lowered.program
     cuda = log.run("cuda", "code generation", lambda: print_cuda(program), _describe_text)
     host_py = log.run("host", "code generation", lambda: print_host_python(program),
@@ -150,16 +146,6 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
                         recurrence=recurrence)
     _remember(source, language, options, compiled)
     return compiled
-
-
-#: the recurrence stage's result when there is no choice to make (the stage logger
-#: takes None for "not cached")
-_NO_CHOICE = object()
-
-#: seconds each barvinok count of the default one-block localisation may take (as the
-#: default localisation's, :data:`polymagic.memory.localcode.AUTO_SECONDS`): past it
-#: the bounding-box layout
-RECURRENCE_COUNT_SECONDS = 2.0
 
 
 def _lower_recurrence(source: str, language: str, scop: Scop, deps: Dependences,
@@ -179,8 +165,7 @@ def _lower_recurrence(source: str, language: str, scop: Scop, deps: Dependences,
                     return map_and_lower(scop, tsched, built), choice
                 choice = without(choice, "tiles", "isl's time tiles are not legal here")
                 continue
-            with count_seconds(RECURRENCE_COUNT_SECONDS):
-                return map_and_lower(scop, sched, built), choice
+            return map_and_lower(scop, sched, built), choice
         except (PolymagicError, isl.Error) as e:
             choice = without(choice, choice.chosen, str(e).splitlines()[0][:100])
     return map_and_lower(scop, sched, options), choice
@@ -328,20 +313,14 @@ def _describe_schedule(sched: ScheduleResult) -> str:
     return f"{used}{planned}; {len(sched.notes)} note(s)"
 
 
-def _describe_lowered(lowered: Lowered) -> str:
+def _describe_lowered(result: tuple[Lowered, RecurrenceChoice | None]) -> str:
+    lowered, choice = result
     program = lowered.program
     tile = (f"; --tile auto chose {','.join(map(str, lowered.chosen_tile))}"
             if lowered.chosen_tile else "")
+    rec = (f"; {choice.loop}: {choice.chosen} (recurrence model)" if choice else "")
     return (f"{len(program.kernels)} kernel(s), {len(program.launches())} launch site(s), "
-            f"{len(program.constants)} __constant__ array(s){tile}")
-
-
-def _describe_recurrence(choice) -> str:
-    if choice is _NO_CHOICE:
-        return "no host wavefront (or an option decides)"
-    c = choice.choice
-    return (f"{choice.loop}: {c.name} by the model ({c.launches} launch(es), "
-            f"{c.loads:,} loads, model {c.seconds * 1e3:.3g} ms)")
+            f"{len(program.constants)} __constant__ array(s){tile}{rec}")
 
 
 def _describe_text(text: str) -> str:
