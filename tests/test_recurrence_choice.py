@@ -131,3 +131,17 @@ def test_choice_is_keyed_by_the_sizes():
     unsized = compile_source(_source("sor-1d.c"), CompileOptions())
     assert small.recurrence.at_given_sizes and not unsized.recurrence.at_given_sizes
     assert small is not unsized
+
+
+def test_bound_callable_recompiles_for_other_sizes():
+    """The one block is specialised to the cell's sizes: the callable compiles the
+    function again for other sizes (the model may choose differently there)."""
+    import numpy as np
+    from polymagic.api.function import make_callable
+    options = Options(sizes={"m": 4, "n": 16}, target="emulator")
+    compiled = compile_source(_source("sor-1d.c"), options)
+    assert compiled.program.specialised == {"m": 4, "n": 16}
+    fn = make_callable(compiled, options)
+    A = np.random.default_rng(1).random(38)
+    rep = fn(m=5, n=37, A=A, check=True)
+    assert rep.ok and rep.launches == 1
