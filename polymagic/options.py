@@ -195,6 +195,10 @@ class CompileOptions(_Frozen):
     # a host wavefront (an in-place recurrence): model (compiler/recurrence.py chooses)
     # | wavefront | block | tiles (forced; explicit --localise/--time-tiling win anyway)
     recurrence: str = "model"
+    # the model's one block, set by compiler/recurrence.py on the options it compiles
+    # with (never by a user): (the host wavefront loop's text, whether its footprint
+    # goes to shared memory)
+    time_block: tuple[str, bool] | None = None
 
     @property
     def schedule(self) -> ScheduleOptions:

@@ -99,8 +99,11 @@ def test_sizes_not_given_use_the_model_size():
     choice = _choose("sor-1d.c", {})
     assert choice is not None and not choice.at_given_sizes
     assert dict(choice.sizes) == {"m": MODEL_SIZE, "n": MODEL_SIZE}
-    # unknown sizes: the one block is not localised (its extents are unknown)
+    # unknown sizes: the one block is not localised (its extents are unknown), and
+    # the time tiles (seconds of isl code generation) are not a candidate
     assert not choice.candidate("block").localised
+    assert choice.candidate("tiles") is None
+    assert _choose("seidel-2d.c", {}).chosen in ("wavefront", "block")
 
 
 @pytest.mark.parametrize("args", [["--no-localise"], ["--localise", "i", "--no-localise"],

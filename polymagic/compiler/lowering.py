@@ -170,7 +170,9 @@ def lower_unlocalised(scop: Scop, sched: ScheduleResult, options: CompileOptions
     the same kernels without localisation (never a crash, never wrong code).  Returns
     the options without localisation, then what :func:`lower_mapping` returns."""
     why = str(error).splitlines()[0][:120]
-    options = options.with_(localise=None, localise_auto=False)
+    block = options.time_block
+    options = options.with_(localise=None, localise_auto=False,
+                            time_block=(block[0], False) if block else None)
     mapping = map_schedule(scop, sched, options)
     program, mapping, fallback = lower_mapping(scop, sched, options, mapping)
     return options, program, mapping, [_fallback(
@@ -215,8 +217,7 @@ def _stage_notes(sched: ScheduleResult, mapping: MappingResult, options: Compile
     notes = list(sched.notes)
     notes += [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
     notes += [d for plan in mapping.plans.values() if plan.local for d in plan.local.decisions]
-    if options.localise is not None and options.localise_auto and \
-            not any(p.local for p in mapping.plans.values()):
+    if options.localise is not None and not any(p.local for p in mapping.plans.values()):
         notes.append(Note("lowering", f"--localise {options.localise[0]}: no kernel runs a "
                           f"sequential loop '{options.localise[0]}' inside its threads; "
                           "nothing was localised", kind="refusal"))

@@ -31,7 +31,9 @@ threads for ``block`` (the parallelism it gives up).  Per step a point costs one
 global-memory latency (≈ 500 cycles on Hopper, the figure of
 :class:`polymagic.tiles.model.GpuModel`) unless its data is in shared memory
 (≈ 30 cycles) plus a barrier (≈ 40 cycles).  The cheapest candidate wins; a tie
-keeps the host wavefront.  Explicit options always win: ``--localise``,
+keeps the host wavefront.  Without the sizes the model counts at :data:`MODEL_SIZE`
+and leaves the time tiles out (isl takes seconds to generate their code).  Explicit
+options always win: ``--localise``,
 ``--no-localise``, ``--time-tiling`` and ``--tile auto`` skip the model, and
 :attr:`CompileOptions.recurrence` (a hidden policy) forces a candidate.
 """
@@ -133,10 +135,7 @@ class RecurrenceChoice:
         """The compile options that build the chosen candidate."""
         c = self.choice
         if c.name == "block":
-            # localise_auto off: the one-block kernel without seed 001's sets (they would
-            # not fit, or the sizes are unknown)
-            return options.with_(localise=(self.iterator, 1), localise_auto=c.localised,
-                                 recurrence="block")
+            return options.with_(time_block=(self.loop, c.localised))
         if c.name == "tiles":
             return options.with_(time_tiling=c.tiles)
         return options
@@ -151,7 +150,8 @@ class RecurrenceChoice:
                 + " or ".join(o.describe(self.loop, self.iterator) for o in others)
                 + f" ({how}: {LAUNCH_SECONDS * 1e6:g} µs per launch, one block of at most "
                 f"{BLOCK_THREADS_MAX} threads against the GPU's {GPU_THREADS:,}; at {at}"
-                + ("" if self.at_given_sizes else ", sizes not given") + ")")
+                + ("" if self.at_given_sizes else
+                   ", sizes not given: time tiles are costed only at given sizes") + ")")
         if self.fallback:
             text += f"; {self.fallback}"
         return Note("recurrence", text, subject=self.loop, kind="decision")
@@ -358,7 +358,9 @@ def choose(scop: Scop, deps, sched: ScheduleResult, options: CompileOptions
     f = _figures(scop, band, sizes)
     threads = (options.block or (256,))[0]
     cands = [wavefront_candidate(f), block_candidate(f, threads, given)]
-    tiles = tiles_candidate(scop, deps, f, sizes)
+    # time tiles only at the user's sizes: their code takes isl 7-20 s to generate
+    # (Gauss-Seidel 2-d, seidel-2d at 4,32,32), paid only where the sizes show a gain
+    tiles = tiles_candidate(scop, deps, f, sizes) if given or forced else None
     if tiles is not None:
         cands.append(tiles)
     if forced:
