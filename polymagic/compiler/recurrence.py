@@ -223,8 +223,9 @@ def _kernels_below(node: isl.ScheduleNode) -> int:
 @dataclass(frozen=True)
 class _Figures:
     """What the candidates share, counted at the sizes."""
-    steps: int                   # wavefront values (sequential steps)
+    steps: int                   # wavefront values (sequential steps), all outer loops' too
     kernels: int                 # kernels per step of the host loop
+    outer: int                   # iterations of the host loops around the wavefront
     work: int                    # statement instances
     reads: int                   # reference executions that read (unbuffered loads)
     writes: int
@@ -237,8 +238,14 @@ class _Figures:
 def _figures(scop: Scop, band: isl.ScheduleNode, sizes: Mapping[str, int]) -> _Figures:
     domain = band.get_domain()
     upa = band.band_get_partial_schedule().get_at(0)
-    image = isl.UnionMap.from_union_pw_aff(upa).intersect_domain(domain).range()
-    steps = _count(image, sizes)
+    wave = isl.UnionMap.from_union_pw_aff(upa).intersect_domain(domain)
+    outer = 1
+    if band.get_schedule_depth() > 0:
+        # host loops around the wavefront: a launch (or one block) per iteration
+        prefix = band.get_prefix_schedule_union_map().intersect_domain(domain)
+        outer = _count(prefix.range(), sizes)
+        wave = prefix.flat_range_product(wave)
+    steps = _count(wave.range(), sizes)
     names: set[str] = set()
     domain.foreach_set(lambda s: names.add(s.get_tuple_name()))
     work = reads = writes = 0
@@ -267,7 +274,7 @@ def _figures(scop: Scop, band: isl.ScheduleNode, sizes: Mapping[str, int]) -> _F
         u = both.union(w) if both is not None and w is not None else (both or w)
         foot += buffer_bytes(scop.arrays[a].ctype,
                              (_count(u, sizes),))
-    return _Figures(steps, _kernels_below(band.child(0)), work, reads, writes,
+    return _Figures(steps, _kernels_below(band.child(0)), outer, work, reads, writes,
                     sum(v for (_a, w), v in counted.items() if not w),
                     sum(v for (_a, w), v in counted.items() if w), foot, itemsize)
 
@@ -300,10 +307,12 @@ def block_candidate(f: _Figures, threads: int, can_localise: bool) -> Candidate:
     element loaded and stored once."""
     threads = max(1, min(threads, BLOCK_THREADS_MAX))
     local = can_localise and f.footprint_bytes <= LOCAL_BYTES
-    loads, stores = (f.read_elems, f.written_elems) if local else (f.reads, f.writes)
+    # under outer host loops each iteration loads its own footprint (at most the total)
+    loads, stores = ((min(f.reads, f.read_elems * f.outer), min(f.writes, f.written_elems * f.outer))
+                     if local else (f.reads, f.writes))
     cycles = (SHARED_CYCLES if local else GLOBAL_CYCLES) + BARRIER_CYCLES
-    return Candidate("block", 1, loads, stores,
-                     _seconds(1, f.steps, f.work / threads, cycles,
+    return Candidate("block", f.outer, loads, stores,
+                     _seconds(f.outer, f.steps, f.work / threads, cycles,
                               (loads + stores) * f.bytes_per_elem), localised=local)
 
 
