@@ -107,12 +107,13 @@ def test_sizes_not_given_use_the_model_size():
 
 
 @pytest.mark.parametrize("args", [["--no-localise"], ["--localise", "i", "--no-localise"],
-                                  ["--time-tiling", "4"], ["--tile", "auto"]])
+                                  ["--time-tiling", "4"], ["--tile", "auto"],
+                                  ["--device-mem", "64KB"]])
 def test_explicit_options_win(args):
     options = parse_options(args + ["--size", "m=16,n=512"])
     assert _choose("sor-1d.c", dict(options.sizes), **{
         k: getattr(options.compile, k) for k in ("localise", "localise_auto", "time_tiling",
-                                                 "tile_auto")}) is None
+                                                 "tile_auto", "device_mem")}) is None
 
 
 def test_plain_time_loops_are_not_recurrences():

@@ -34,7 +34,8 @@ global-memory latency (≈ 500 cycles on Hopper, the figure of
 keeps the host wavefront.  Without the sizes the model counts at :data:`MODEL_SIZE`
 and leaves the time tiles out (isl takes seconds to generate their code).  Explicit
 options always win: ``--localise``,
-``--no-localise``, ``--time-tiling`` and ``--tile auto`` skip the model, and
+``--no-localise``, ``--time-tiling``, ``--tile auto`` and ``--device-mem`` (launches
+split to fit device memory: a single block cannot be) skip the model, and
 :attr:`CompileOptions.recurrence` (a hidden policy) forces a candidate.
 """
 from __future__ import annotations
@@ -46,7 +47,7 @@ from typing import Mapping
 
 import islpy as isl
 
-from ..isl_util import has_parallelism, leading_coincident
+from ..isl_util import TimedOut, has_parallelism, in_child, leading_coincident
 from ..mapping.tree import member_text
 from ..memory.counts import count_points
 from ..notes import Note
@@ -79,6 +80,9 @@ LOCAL_BYTES = 48 * 1024
 #: the time tiles the ``tiles`` candidate is costed (and compiled) with: 4 time steps,
 #: 32 points per spatial member (``--time-tiling 4``)
 TIME_TILE = 4
+#: seconds isl's scheduler may take to find the time band of the ``tiles`` candidate
+#: (10-150 ms on the examples)
+TILES_SECONDS = 2.0
 CANDIDATES = ("wavefront", "block", "tiles")
 
 
@@ -323,9 +327,19 @@ def tiles_candidate(scop: Scop, deps, f: _Figures, sizes: Mapping[str, int]
     ``E_j``), each tile a chain of ``T_0 + Σ T_j`` steps in shared memory after one
     global latency; each element loaded once per time tile it lives in."""
     from ..timeblock import time_tiles, time_tiling_band
-    band, _why = time_tiling_band(scop, deps)
-    if band is None:
+
+    def band_text() -> str | None:
+        band, _why = time_tiling_band(scop, deps)
+        return None if band is None else str(band)
+    try:
+        # isl's scheduler ignores its operation budget (fuzz finding 32): a child
+        # process, abandoned after TILES_SECONDS (the tiles are then no candidate)
+        text = in_child(band_text, TILES_SECONDS)
+    except (TimedOut, isl.Error):
         return None
+    if text is None:
+        return None
+    band = isl.MultiUnionPwAff.read_from_str(scop.context.get_ctx(), text)
     m = band.dim(isl.dim_type.set)
     tiles = time_tiles((TIME_TILE,), m)
     extents = []
@@ -352,7 +366,8 @@ def choose(scop: Scop, deps, sched: ScheduleResult, options: CompileOptions
         return None
     forced = options.recurrence != "model"
     if not forced and (options.localise is not None or not options.localise_auto
-                       or options.time_tiling or options.tile_auto):
+                       or options.time_tiling or options.tile_auto
+                       or options.device_mem is not None):
         return None
     band = find_wavefront(sched)
     if band is None:
