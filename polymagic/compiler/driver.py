@@ -31,14 +31,13 @@ from .. import kir
 from ..codegen.cuda import print_cuda
 from ..codegen.host import print_host_python
 from ..deps import Dependences, compute_dependences
-from ..errors import CompileError
+from ..errors import CompileError, PolymagicError
 from ..frontend import parse
 from ..mapping import MappingResult
 from ..notes import Note
 from ..options import CompileOptions, Options
 from ..schedule import ScheduleResult, compute_schedule
 from ..scop import Scop
-from ..errors import PolymagicError
 from .lowering import Lowered, map_and_lower
 from .recurrence import RecurrenceChoice, choose, without
 
@@ -153,8 +152,8 @@ def _lower_recurrence(source: str, language: str, scop: Scop, deps: Dependences,
                       choice: RecurrenceChoice | None
                       ) -> tuple[Lowered, RecurrenceChoice | None]:
     """The lowering of the candidate the recurrence model chose (:mod:`.recurrence`):
-    the options that build it (``--localise`` of the wavefront's iterator, or
-    ``--time-tiling``); when it cannot be built, the next cheapest candidate (the
+    the options that build it (:attr:`CompileOptions.time_block` for the one block,
+    ``--time-tiling``'s for the tiles); when it cannot be built, the next cheapest candidate (the
     host wavefront last: it always can)."""
     while choice is not None and choice.chosen != "wavefront":
         built = choice.options(options)
