@@ -192,6 +192,13 @@ class CompileOptions(_Frozen):
     per_kernel: bool = False                      # every kernel from its own AST
     exact_subscripts: bool = False                # subscripts printed with their domains
     time_tiling_operations: int = 3_000_000       # isl budget of the skewed tiles' AST
+    # a host wavefront (an in-place recurrence): model (compiler/recurrence.py chooses)
+    # | wavefront | block | tiles (forced; explicit --localise/--time-tiling win anyway)
+    recurrence: str = "model"
+    # the model's one block, set by compiler/recurrence.py on the options it compiles
+    # with (never by a user): (the host wavefront loop's text, whether its footprint
+    # goes to shared memory)
+    time_block: tuple[str, bool] | None = None
 
     @property
     def schedule(self) -> ScheduleOptions:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from ..errors import InputError
 from ..options import Options
-from ..compiler import Compiled, specialise_layout
+from ..compiler import Compiled, compile_source, specialise_layout
 from ..runtime.run import RunReport, execute, gather_inputs
 
 if TYPE_CHECKING:
@@ -28,7 +28,8 @@ class PolyFunction:
     from the cell's ``--size``; arrays not given are seeded random.  Runs the
     device target only — pass ``check=True`` to also compare with the CPU
     reference (results are then written only if the check passes).  Nothing is
-    recompiled, except for arrays whose layout (a transposed or strided view)
+    recompiled, except for other sizes of an in-place recurrence (the recurrence
+    model chooses at the sizes) and for arrays whose layout (a transposed or strided view)
     changes which loop the superposition's coalescing model puts on thread x
     (:func:`polymagic.compiler.specialise_layout`, cached per layout); device
     modules are built once and reused.  Returns the :class:`RunReport`.
@@ -66,9 +67,23 @@ class PolyFunction:
         options = self.options.with_(sizes=values, inputs=None)
         inputs = gather_inputs(scop, options, arrays, defaults=self.options.sizes,
                                where="the arguments")
-        compiled, options = specialise_layout(self.compiled, options, arrays)
+        compiled = self._for_sizes(inputs.args)
+        compiled, options = specialise_layout(compiled, options, arrays)
         return execute(compiled, options, inputs, check=check,
                        unchecked="not checked (pass check=True to compare with the CPU reference)")
+
+    def _for_sizes(self, args: Mapping[str, object]) -> Compiled:
+        """The compilation for the call's sizes: the recurrence model chose at the
+        cell's sizes (:mod:`polymagic.compiler.recurrence`, a one-block kernel is
+        specialised to them), so other sizes are compiled again (cached per sizes)."""
+        compiled = self.compiled
+        if compiled.recurrence is None:
+            return compiled
+        sizes = {p: int(args[p]) for p in compiled.scop.size_params if p in args}
+        if all(compiled.options.sizes.get(p) == v for p, v in sizes.items()):
+            return compiled
+        options = compiled.options.with_(sizes={**compiled.options.sizes, **sizes})
+        return compile_source(compiled.scop.source, options, language=compiled.language)
 
     def explore(self, namespace: Mapping | None = None, **kwargs) -> Explorer:
         """Widgets to explore tiles, threads and buffers of this function

@@ -31,7 +31,7 @@ from .. import kir
 from ..codegen.cuda import print_cuda
 from ..codegen.host import print_host_python
 from ..deps import Dependences, compute_dependences
-from ..errors import CompileError
+from ..errors import CompileError, PolymagicError
 from ..frontend import parse
 from ..mapping import MappingResult
 from ..notes import Note
@@ -39,6 +39,7 @@ from ..options import CompileOptions, Options
 from ..schedule import ScheduleResult, compute_schedule
 from ..scop import Scop
 from .lowering import Lowered, map_and_lower
+from .recurrence import RecurrenceChoice, choose, without
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,9 @@ class Compiled:
     stages: tuple[StageLog, ...] = ()
     #: the tile vector ``--tile auto`` chose (seed 000 §4.3); None when no search ran
     chosen_tile: tuple[int, ...] | None = None
+    #: how a host wavefront (an in-place recurrence) is run, by the cost model of
+    #: :mod:`.recurrence`; None when the schedule has none or an option decided
+    recurrence: RecurrenceChoice | None = None
 
     @property
     def note_lines(self) -> tuple[str, ...]:
@@ -119,10 +123,15 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
     sched = log.run("schedule", "scheduling",
                     lambda: compute_schedule(scop, deps, options.schedule), _describe_schedule,
                     key=("schedule", source, language, options.deps, options.schedule))
-    # tile choice (seed 000 §4.3), mapping, memory plan and Kernel IR, down the
-    # ladder of isl-budget fallbacks (compiler/lowering.py)
-    lowered = log.run("lowering", "mapping", lambda: map_and_lower(scop, sched, options),
-                      _describe_lowered)
+    # a host wavefront (an in-place recurrence): host loop, one block or time tiles,
+    # by the cost model of compiler/recurrence.py; then the tile choice (seed 000
+    # §4.3), mapping, memory plan and Kernel IR, down the ladder of isl-budget
+    # fallbacks (compiler/lowering.py)
+    lowered, recurrence = log.run(
+        "lowering", "mapping",
+        lambda: _lower_recurrence(source, language, scop, deps, sched, options,
+                                  choose(scop, deps, sched, options)),
+        _describe_lowered)
     program = lowered.program
     cuda = log.run("cuda", "code generation", lambda: print_cuda(program), _describe_text)
     host_py = log.run("host", "code generation", lambda: print_host_python(program),
@@ -130,10 +139,45 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
     compiled = Compiled(scop=scop, deps=deps, schedule=sched, program=program, cuda=cuda,
                         host_py=host_py, compile_s=time.perf_counter() - t0,
                         summary=lowered.summary, mapping=lowered.mapping, options=options,
-                        notes=tuple(deps.notes) + lowered.notes, language=language,
-                        stages=log.stages(), chosen_tile=lowered.chosen_tile)
+                        notes=tuple(deps.notes) + ((recurrence.note(),) if recurrence else ())
+                        + lowered.notes, language=language,
+                        stages=log.stages(), chosen_tile=lowered.chosen_tile,
+                        recurrence=recurrence)
     _remember(source, language, options, compiled)
     return compiled
+
+
+def _lower_recurrence(source: str, language: str, scop: Scop, deps: Dependences,
+                      sched: ScheduleResult, options: CompileOptions,
+                      choice: RecurrenceChoice | None
+                      ) -> tuple[Lowered, RecurrenceChoice | None]:
+    """The lowering of the candidate the recurrence model chose (:mod:`.recurrence`):
+    the options that build it (:attr:`CompileOptions.time_block` for the one block,
+    ``--time-tiling``'s for the tiles); when it cannot be built, the next cheapest candidate (the
+    host wavefront last: it always can)."""
+    while choice is not None and choice.chosen != "wavefront":
+        built = choice.options(options)
+        try:
+            if choice.chosen == "tiles":
+                tsched = _schedule_cached(source, language, scop, deps, built)
+                if not any(n.kind == "refusal" for n in tsched.notes):
+                    return map_and_lower(scop, tsched, built), choice
+                choice = without(choice, "tiles", "isl's time tiles are not legal here")
+                continue
+            return map_and_lower(scop, sched, built), choice
+        except (PolymagicError, isl.Error) as e:
+            choice = without(choice, choice.chosen, str(e).splitlines()[0][:100])
+    return map_and_lower(scop, sched, options), choice
+
+
+def _schedule_cached(source: str, language: str, scop: Scop, deps: Dependences,
+                     options: CompileOptions) -> ScheduleResult:
+    """The schedule for ``options`` from the schedule stage's cache (run once)."""
+    key = ("schedule", source, language, options.deps, options.schedule)
+    hit = _CACHE.get(key)
+    if hit is None:
+        hit = _CACHE[key] = compute_schedule(scop, deps, options.schedule)
+    return hit
 
 
 class _StageLogger:
@@ -236,8 +280,9 @@ def is_cached(source: str, options: CompileOptions | Options, language: str = "c
 
 def _size_dependent(c: Compiled) -> bool:
     """Whether the code depends on the values of the sizes (``__constant__`` memory
-    is decided at the given sizes, seed 004 §4.2)."""
-    return bool(c.program.constants) or c.mapping.size_dependent
+    is decided at the given sizes, seed 004 §4.2; the recurrence model counts at
+    them, or at its own when none are given)."""
+    return bool(c.program.constants) or c.mapping.size_dependent or c.recurrence is not None
 
 
 def _size_values(scop: Scop, options: CompileOptions) -> tuple:
@@ -267,12 +312,14 @@ def _describe_schedule(sched: ScheduleResult) -> str:
     return f"{used}{planned}; {len(sched.notes)} note(s)"
 
 
-def _describe_lowered(lowered: Lowered) -> str:
+def _describe_lowered(result: tuple[Lowered, RecurrenceChoice | None]) -> str:
+    lowered, choice = result
     program = lowered.program
     tile = (f"; --tile auto chose {','.join(map(str, lowered.chosen_tile))}"
             if lowered.chosen_tile else "")
+    rec = (f"; {choice.loop}: {choice.chosen} (recurrence model)" if choice else "")
     return (f"{len(program.kernels)} kernel(s), {len(program.launches())} launch site(s), "
-            f"{len(program.constants)} __constant__ array(s){tile}")
+            f"{len(program.constants)} __constant__ array(s){tile}{rec}")
 
 
 def _describe_text(text: str) -> str:

@@ -170,7 +170,9 @@ def lower_unlocalised(scop: Scop, sched: ScheduleResult, options: CompileOptions
     the same kernels without localisation (never a crash, never wrong code).  Returns
     the options without localisation, then what :func:`lower_mapping` returns."""
     why = str(error).splitlines()[0][:120]
-    options = options.with_(localise=None, localise_auto=False)
+    block = options.time_block
+    options = options.with_(localise=None, localise_auto=False,
+                            time_block=(block[0], False) if block else None)
     mapping = map_schedule(scop, sched, options)
     program, mapping, fallback = lower_mapping(scop, sched, options, mapping)
     return options, program, mapping, [_fallback(

@@ -42,8 +42,13 @@ class TimeKernels:
         raise NotImplementedError
 
     def time_in_block(self, node: isl.ScheduleNode) -> bool:
-        """``--localise t`` names this host loop (one of the iterators it combines):
-        run it inside one block instead (:mod:`.timeblock`)."""
+        """``--localise t`` names this host loop (one of the iterators it combines),
+        or the recurrence model chose it (:attr:`CompileOptions.time_block`): run it
+        inside one block instead (:mod:`.timeblock`)."""
+        if self.options.time_block is not None:
+            # the recurrence model's one block (compiler/recurrence.py): that loop only
+            return member_text(node.band_get_partial_schedule(), 0) == \
+                self.options.time_block[0]
         if self.options.localise is None or kernel_mark(node.child(0)) is None and \
                 node.child(0).get_type() == isl.schedule_node_type.mark:
             return False           # the wavefront of a time-tiled schedule
@@ -52,7 +57,8 @@ class TimeKernels:
 
     def time_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
         """The time loop and everything below it as one kernel of one block, ``t``
-        localised in shared memory (seed 001 §4, §5)."""
+        localised in shared memory (seed 001 §4, §5; the recurrence model's block:
+        its whole footprint, :meth:`box_block`)."""
         from ..memory.localcode import graft_shared, plan_shared
         from ..memory.plan import _sync_graft
         from ..timeblock import thread_map
@@ -74,16 +80,37 @@ class TimeKernels:
         plan = KernelPlan(name, [], [text], statement_names(node), threads=block,
                           text=f"{text} sequential inside one block, parallel loops over "
                                f"{threads} threads (time loop in the kernel)")
-        plan.local = plan_shared(self.scop, x, self.options, name[3:], block,
-                                 self.options.localise[1])
-        if plan.local.buffers:
-            x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
-        node = x.ancestor(x.get_tree_depth() - depth)
+        if self.options.time_block is not None:
+            # the recurrence model's one block (compiler/recurrence.py): its whole
+            # footprint in shared memory when it fits, else none
+            node = x.ancestor(x.get_tree_depth() - depth)
+            if self.options.time_block[1]:
+                node = self.box_block(node, plan)
+        else:
+            plan.local = plan_shared(self.scop, x, self.options, name[3:], block,
+                                     self.options.localise[1])
+            if plan.local.buffers:
+                x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
+            node = x.ancestor(x.get_tree_depth() - depth)
         plan.specialised = {k: int(v) for k, v in sizes.items()}
         self.plans[name] = plan
         if sizes:
             node = node.parent()
         return node.insert_mark(isl.Id(name))
+
+    def box_block(self, node: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
+        """The one-block kernel's whole footprint in shared memory, copied in once
+        before its time loop ``node`` and back once after it
+        (:func:`.memory.localcode.plan_tile_box` with ``whole``); returns the node at
+        ``node``'s position."""
+        from ..memory.localcode import graft_tile_box, plan_tile_box
+        plan.local = plan_tile_box(self.scop, node, self.options, plan.name[3:], plan.block,
+                                   1, whole=True)
+        if not plan.local.buffers:
+            return node
+        depth = node.get_tree_depth()
+        node = graft_tile_box(self.scop, node, plan.local, self.local_copies, self.namer)
+        return node.ancestor(node.get_tree_depth() - depth)
 
     def time_tile_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
         """One block per time tile (``--time-tiling``, issue 5): ``node`` is the band

@@ -739,7 +739,7 @@ def _tile_maps(scop: Scop, slices: list[isl.UnionMap], array: str
 
 
 def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, kernel: str,
-                  block: tuple[int, int, int], steps: int) -> LocalPlan:
+                  block: tuple[int, int, int], steps: int, whole: bool = False) -> LocalPlan:
     """Every array a time tile touches in shared memory for the whole tile (seed 001
     §4 with the tile's time loop as the localised loop and a window covering all its
     steps, §4.4's modulo addressing over the bounding box): ``L`` is the box of the
@@ -769,12 +769,20 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, ke
     stays at about a second where seed 001's per-step ``I(t)``/``O(t)`` of skewed
     2-d tiles took 40 s to minutes.  An array whose box does not fit what is left
     of ``--shared-mem`` (at most :data:`LOCAL_LIMIT`) stays in global memory, with
-    the reason in the decisions."""
+    the reason in the decisions.
+
+    ``whole``: ``seq`` is the time loop of a one-block kernel (the recurrence model's
+    choice, :mod:`polymagic.compiler.recurrence`), whose whole footprint is one
+    "tile": copied in once at the kernel's start and back once at its end, no time
+    slices (the kernel is specialised to the sizes, so the footprint is constant;
+    seidel-2d: isl's code in about a second where seed 001's per-step sets of the
+    wavefront took 40 s)."""
     out = LocalPlan()
     prefix, names, arrays = _prefix_and_arrays(scop, seq)
     kid = kernel.rsplit("kernel", 1)[-1]
     limit = min(options.shared_mem, LOCAL_LIMIT)
-    slices = time_slices(seq, prefix, steps)
+    slices = [prefix] if whole else time_slices(seq, prefix, steps)
+    what = "kernel" if whole else "tile"
     if slices is None:
         out.decisions.append(local_note(
             kernel, None,
@@ -790,7 +798,7 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, ke
         if None in exts:
             out.decisions.append(local_note(
                 kernel, a,
-                "not localised (the tile's footprint is "
+                f"not localised (the {what}'s footprint is "
                 "unbounded)"))
             continue
         ctype = scop.arrays[a].ctype
@@ -799,7 +807,7 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, ke
             out.decisions.append(
                 local_note(
                     kernel, a,
-                    f"not localised (the box of the tile's footprint, "
+                    f"not localised (the box of the {what}'s footprint, "
                     f"{'x'.join(map(str, exts))}, {nbytes} bytes, exceeds the shared memory "
                     f"left to the block, {limit - total} of {limit} bytes)"))
             continue
@@ -815,9 +823,9 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, ke
         out.decisions.append(
             local_note(
                 kernel, a,
-                f"the tile's whole footprint in shared memory (seed 001 with "
-                f"the tile's steps as one window): {lb.name}[{']['.join(map(str, exts))}], its "
-                "bounding box addressed modulo its extents; the elements the tile reads copied "
+                f"the {what}'s whole footprint in shared memory (seed 001 with "
+                f"the {what}'s steps as one window): {lb.name}[{']['.join(map(str, exts))}], its "
+                f"bounding box addressed modulo its extents; the elements the {what} reads copied "
                 "in once before its first step" + (", those it writes copied back once after "
                 "its last step" if writes is not None else "")))
     return out
