@@ -12,12 +12,10 @@ from __future__ import annotations
 import pytest
 
 from polymagic import expr as E
-from polymagic.codegen.nvrtc import compile_cuda
-from polymagic.compiler import compile_source
 from polymagic.errors import UnsupportedError
 from polymagic.frontend.c import parse_c
-from polymagic.options import Options
-from polymagic.runtime.run import run
+
+from pipeline_check import check
 
 ROWNORM = """\
 static inline double sq(double x) { return x * x; }
@@ -74,14 +72,7 @@ void g(int n, const double A[n], const float X[n], double B[4 * n], float Y[n], 
 """
 
 
-def _check(src: str, sizes: dict, **kw):
-    """Emulator == CPU through the pipeline; the CUDA compiles with NVRTC."""
-    opts = Options(sizes=sizes, target="emulator", **kw)
-    compiled = compile_source(src, opts)
-    report = run(compiled, opts)
-    assert report.ok, f"{report.message} (max rel err {report.max_rel_err})"
-    assert ".entry" in compile_cuda(compiled.cuda, "sm_90").decode(errors="replace")
-    return compiled
+_check = check
 
 
 def test_row_norm_with_static_inline_helper_matches_cpu():

@@ -11,12 +11,10 @@ from __future__ import annotations
 import pytest
 
 from polymagic import expr as E
-from polymagic.codegen.nvrtc import compile_cuda
-from polymagic.compiler import compile_source
 from polymagic.errors import SourceError, UnsupportedError
 from polymagic.frontend.c import parse_c
-from polymagic.options import Options
-from polymagic.runtime.run import run
+
+from pipeline_check import check
 
 GEMM_IDX = """\
 #include <math.h>
@@ -48,14 +46,7 @@ void wave(size_t n, int64_t m, double A[n][m], double B[n][m]) {
 """
 
 
-def _check(src: str, sizes: dict, **kw):
-    """Emulator == CPU through the pipeline; the CUDA compiles with NVRTC."""
-    opts = Options(sizes=sizes, target="emulator", **kw)
-    compiled = compile_source(src, opts)
-    report = run(compiled, opts)
-    assert report.ok, f"{report.message} (max rel err {report.max_rel_err})"
-    assert ".entry" in compile_cuda(compiled.cuda, "sm_90").decode(errors="replace")
-    return compiled
+_check = check
 
 
 def test_gemm_with_index_macro_and_pragma_matches_cpu():

@@ -136,7 +136,7 @@ def test_figure1_merged_buffers():
 
 
 def test_mapping_and_memory_texts():
-    o = Options(sizes={"N": 64}, shared_mem=2048)
+    o = Options(sizes={"N": 64}, shared_mem=2048, tile=(32, 32))
     c = compile_source(GEMM, o)
     text = E.mapping_text(c, o)
     assert "i: tile 32 -> blockIdx.y" in text and "j: tile 32 -> blockIdx.x" in text

@@ -106,7 +106,7 @@ def test_sizes_not_given_use_the_model_size():
     assert _choose("seidel-2d.c", {}).chosen in ("wavefront", "block")
 
 
-@pytest.mark.parametrize("args", [["--no-localise"], ["--localise", "i", "--no-localise"],
+@pytest.mark.parametrize("args", [["--no-localise"], ["--localise", "i"],
                                   ["--time-tiling", "4"], ["--tile", "auto"],
                                   ["--device-mem", "64KB"]])
 def test_explicit_options_win(args):

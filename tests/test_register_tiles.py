@@ -12,9 +12,7 @@ code of the ``+=`` kernels (FMA share, FMAs per shared load, no spills).
 """
 from __future__ import annotations
 
-import importlib.util
 import pathlib
-import sys
 
 import pytest
 
@@ -22,6 +20,8 @@ from polymagic.compiler import compile_source
 from polymagic.memory.counts import predict_for
 from polymagic.options import Options
 from polymagic.runtime.run import run
+
+from bench_modules import load
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -150,13 +150,7 @@ def test_gemm_accumulators_move_once_per_point():
 # ---- machine code (sm_90, no GPU): the += kernels at issue 16's sizes ------------------
 
 def _static_perf():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("static_perf",
-                                                  ROOT / "benchmarks" / "static_perf.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["static_perf"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load("static_perf")
 
 
 @pytest.mark.parametrize("name, sizes, fma", [

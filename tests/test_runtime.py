@@ -81,7 +81,8 @@ def stand_in_compiled(scop: Scop | None = None) -> SimpleNamespace:
     program = scale_program()
     return SimpleNamespace(scop=scop or scale_scop(), program=program,
                            cuda='extern "C" __global__ void kernel0() {}\n',
-                           host_py=print_host_python(program), notes=[], summary="")
+                           host_py=print_host_python(program), notes=[], summary="",
+                           recurrence=None)
 
 
 def scale_result(args: dict) -> np.ndarray:

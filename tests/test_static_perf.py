@@ -12,28 +12,20 @@ the parsers are also checked on a fixed disassembly that needs no tool.
 """
 from __future__ import annotations
 
-import importlib.util
 import pathlib
-import sys
 
 import pytest
 
 from polymagic.codegen.nvrtc import compile_cubin, compile_cubin_with_log
 
+from bench_modules import load
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
-def _load_static_perf():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    spec = importlib.util.spec_from_file_location("static_perf",
-                                                  ROOT / "benchmarks" / "static_perf.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["static_perf"] = mod
-    spec.loader.exec_module(mod)
-    return mod
 
 
-sp = _load_static_perf()
+sp = load("static_perf")
 
 #: (example, sizes, element type) at issue 16's GPU sizes
 CASES = {

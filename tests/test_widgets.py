@@ -18,12 +18,14 @@ from polymagic.report.widgets import TABS, Debouncer, Explorer, explore
 
 ROOT = Path(__file__).resolve().parents[1]
 GEMM = (ROOT / "examples" / "gemm.c").read_text()
+# gemm's default is an 8 x 8 register tile of 128 x 128 (mapping/register_tiles.py); the
+# explorer's mechanics are checked from the 32 x 32 tile with 32 x 8 threads
 PNG = b"\x89PNG"
 
 
 @pytest.fixture
 def ex():
-    return Explorer(GEMM, Options(sizes={"N": 64}, target="emulator"), debounce_s=0)
+    return Explorer(GEMM, Options(sizes={"N": 64}, tile=(32, 32), target="emulator"), debounce_s=0)
 
 
 def test_controls_follow_the_band(ex):
@@ -102,7 +104,7 @@ def test_pictures_are_drawn_when_shown_and_cached(ex):
 
 
 def test_tile_search_button():
-    ex = Explorer(GEMM, Options(sizes={"N": 128}, target="emulator"), debounce_s=0)
+    ex = Explorer(GEMM, Options(sizes={"N": 128}, tile=(32, 32), target="emulator"), debounce_s=0)
     r = ex.search_tiles()
     assert ex.picture_kind.value == "tile search" and bytes(ex.picture.value).startswith(PNG)
     if r.searched:
@@ -116,7 +118,7 @@ def test_run_and_compare_leave_the_namespace_alone():
     ns = {"A": rng.random((48, 48), dtype=np.float32), "B": rng.random((48, 48), dtype=np.float32),
           "C": np.zeros((48, 48), np.float32), "alpha": 1.5}
     keep = {k: v.copy() for k, v in ns.items() if isinstance(v, np.ndarray)}
-    ex = Explorer(GEMM, Options(sizes={"N": 48}, target="emulator"), namespace=ns,
+    ex = Explorer(GEMM, Options(sizes={"N": 48}, tile=(32, 32), target="emulator"), namespace=ns,
                   debounce_s=0)
     report = ex.run()
     assert report.ok and report.target == "emulator"
@@ -132,7 +134,7 @@ def test_run_and_compare_leave_the_namespace_alone():
 
 
 def test_device_memory_limit_splits_runs():
-    ex = Explorer(GEMM, Options(sizes={"N": 128}, target="emulator"), debounce_s=0)
+    ex = Explorer(GEMM, Options(sizes={"N": 128}, tile=(32, 32), target="emulator"), debounce_s=0)
     assert ex.controls["device_mem"].value == 0 and ex.current.device_mem is None
     ex.set(device_mem=64 << 10)
     assert ex.current.device_mem == 64 << 10
@@ -158,7 +160,7 @@ def test_debouncer_runs_once_after_a_burst():
 
 
 def test_debounced_explorer_regenerates_once():
-    ex = Explorer(GEMM, Options(sizes={"N": 64}, target="emulator"), debounce_s=1.0)
+    ex = Explorer(GEMM, Options(sizes={"N": 64}, tile=(32, 32), target="emulator"), debounce_s=1.0)
     n = len(ex.timings)
     for v in (8, 12, 16, 20):
         ex.controls["tile0"].value = v
@@ -199,7 +201,7 @@ def test_magic_explore_displays_the_explorer(monkeypatch, capsys):
 
 def test_explore_function_on_compiled():
     from polymagic.compiler import compile_source
-    o = Options(sizes={"N": 40})
+    o = Options(sizes={"N": 40}, tile=(32, 32))
     e = explore(compile_source(GEMM, o), o, debounce_s=0)
     assert e.controls["tile0"].value == 32 and e.timings
 
@@ -231,7 +233,7 @@ def test_updates_from_a_real_kernel_are_debounced(tmp_path):
         run("from polymagic.report.widgets import Explorer\n"
             "from polymagic.options import Options\n"
             f"ex = Explorer(open({str(ROOT / 'examples' / 'gemm.c')!r}).read(), "
-            "Options(sizes={'N': 64}), debounce_s=1.0)")
+            "Options(sizes={'N': 64}, tile=(32, 32)), debounce_s=1.0)")
         mid = run("print(ex.controls['tile0'].model_id)").strip()
         for v in (8, 12, 16):
             kc.shell_channel.send(kc.session.msg("comm_msg", {
@@ -285,7 +287,7 @@ def test_stage_toggles_follow_the_options_fields(ex):
 
 def test_seed_pictures_and_autotune_in_the_explorer():
     from polymagic.api.autotune import autotune
-    ex = Explorer(GEMM, Options(sizes={"N": 32}, target="emulator", autotune_candidates=3),
+    ex = Explorer(GEMM, Options(sizes={"N": 32}, tile=(32, 32), target="emulator", autotune_candidates=3),
                   debounce_s=0, autotuner=autotune)
     ex.tabs.selected_index = TABS.index("Pictures")
     for kind in ("schedules", "localisation"):
@@ -305,7 +307,7 @@ def test_tile_change_regenerates_code_from_the_cached_schedule():
     dependences and schedule come from the stage cache (the compile's stage log says
     so), and the views read the mapping the compile kept instead of mapping again."""
     from polymagic.report import explore as E
-    ex = Explorer(GEMM, Options(sizes={"N": 64}, target="emulator"), debounce_s=0)
+    ex = Explorer(GEMM, Options(sizes={"N": 64}, tile=(32, 32), target="emulator"), debounce_s=0)
     mapped = dict(E.MAPPING_RUNS)
     ran = lambda: [s.name for s in ex.compiled.stages if not s.cached]     # noqa: E731
     cuda0, code0 = ex.cuda.value, ex.compiled.cuda

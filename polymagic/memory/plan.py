@@ -420,15 +420,19 @@ def drop_register_buffers(mem: KernelMemory, kernel: str, options: CompileOption
                      - {b.array for b in mem.buffers if b.array in regs and b.level != "block"})
     if not dropped:
         return []
-    mem.buffers = [b for b in mem.buffers if b.array not in dropped]
+    _unbuffer(mem, kernel, dropped, "not buffered (kept in registers across the sequential "
+              "loops: loaded from and stored to global memory once per thread point)")
+    return dropped
+
+
+def _unbuffer(mem: KernelMemory, kernel: str, arrays: list[str], why: str) -> None:
+    """Drop the buffers of ``arrays`` kept in registers instead, their buffer
+    decisions (not the register ones) now saying ``why``."""
+    mem.buffers = [b for b in mem.buffers if b.array not in arrays]
     lines = {r.line for r in mem.registers}
     for i, d in enumerate(mem.decisions):
-        if is_decision_about(d, kernel, dropped) and d.stage != "registers" and i not in lines:
-            mem.decisions[i] = replace(d, stage="registers", kind="decision",
-                                       text="not buffered (kept in registers across the "
-                                       "sequential loops: loaded from and stored to global "
-                                       "memory once per thread point)")
-    return dropped
+        if is_decision_about(d, kernel, arrays) and d.stage != "registers" and i not in lines:
+            mem.decisions[i] = replace(d, stage="registers", kind="decision", text=why)
 
 
 def keep_private_in_registers(mem: KernelMemory, kernel: str, private: frozenset[str]
@@ -444,14 +448,8 @@ def keep_private_in_registers(mem: KernelMemory, kernel: str, private: frozenset
     names = [r.array for r in regs]
     for r in regs:
         r.private = True
-    mem.buffers = [b for b in mem.buffers if b.array not in names]
-    lines = {r.line for r in mem.registers}
-    for i, d in enumerate(mem.decisions):
-        if is_decision_about(d, kernel, names) and d.stage != "registers" and i not in lines:
-            mem.decisions[i] = replace(d, stage="registers", kind="decision",
-                                       text="not buffered (a private local scalar: kept in a "
-                                       "register of the thread owning the point, never in "
-                                       "memory)")
+    _unbuffer(mem, kernel, names, "not buffered (a private local scalar: kept in a register "
+              "of the thread owning the point, never in memory)")
     return names
 
 

@@ -36,6 +36,21 @@ from ..isl_util import leading_coincident
 from ..scop import Scop
 
 
+def _reads_writes(scop: Scop, name: str) -> tuple[isl.UnionMap, isl.UnionMap]:
+    """The reads and the writes of array ``name`` by every statement, on their domains."""
+    reads = isl.UnionMap.empty(scop.context.get_space())
+    writes = reads
+    for s in scop.statements:
+        for a in s.accesses:
+            if a.array == name:
+                rel = isl.UnionMap.from_map(a.relation.intersect_domain(s.domain))
+                if a.is_write:
+                    writes = writes.union(rel)
+                else:
+                    reads = reads.union(rel)
+    return reads, writes
+
+
 def private_temps(scop: Scop) -> frozenset[str]:
     """Temp arrays (expanded local scalars declared inside loops) of which every
     read of an element follows a write of that element in source order."""
@@ -45,16 +60,7 @@ def private_temps(scop: Scop) -> frozenset[str]:
     for name, arr in scop.arrays.items():
         if arr.kind != "temp" or not arr.shape:
             continue
-        reads = isl.UnionMap.empty(scop.context.get_space())
-        writes = reads
-        for s in scop.statements:
-            for a in s.accesses:
-                if a.array == name:
-                    rel = isl.UnionMap.from_map(a.relation.intersect_domain(s.domain))
-                    if a.is_write:
-                        writes = writes.union(rel)
-                    else:
-                        reads = reads.union(rel)
+        reads, writes = _reads_writes(scop, name)
         if writes.is_empty():
             continue
         covered = writes.apply_range(reads.reverse()).intersect(before).range()
@@ -441,16 +447,7 @@ def register_private(scop: Scop, schedule: isl.Schedule, private: frozenset[str]
         point = _kernel_point(schedule, users)
         if point is None:
             continue
-        reads = isl.UnionMap.empty(scop.context.get_space())
-        writes = reads
-        for s in scop.statements:
-            for a in s.accesses:
-                if a.array == t:
-                    rel = isl.UnionMap.from_map(a.relation.intersect_domain(s.domain))
-                    if a.is_write:
-                        writes = writes.union(rel)
-                    else:
-                        reads = reads.union(rel)
+        reads, writes = _reads_writes(scop, t)
         info = isl.UnionAccessInfo.from_sink(point.intersect_domain(reads.domain()))
         info = info.set_must_source(point.intersect_domain(writes.domain()))
         info = info.set_schedule_map(full)
