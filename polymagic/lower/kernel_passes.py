@@ -32,7 +32,7 @@ def promote_plan_registers(plan: KernelPlan, body: list[kir.Stmt], buffers: list
                if getattr(plan, "member_points", True)]
     private = frozenset(n for n in targets if owner[n].private)
     body, decls, result = promote_registers(body, targets, members, private,
-                                            pieces=getattr(plan, "full_tiles", False))
+                                            pieces=plan.full_tiles)
     kname = plan.name[len("pm_"):]
     for n, (made, skipped, once) in result.items():
         owner[n].registers += made

@@ -477,10 +477,7 @@ class RegisterPromoter:
                 elif isinstance(s, kir.If):
                     out.append(kir.If(s.cond, rewrite(s.then), rewrite(s.orelse)))
                 elif isinstance(s, kir.Compute) and _names_in(s, name):
-                    f = (lambda e: reg if isinstance(e, Access) and e.array == name else None)
-                    t = reg if s.assign.target.array == name else map_expr(s.assign.target, f)
-                    out.append(kir.Compute(s.stmt, Assign(t, s.assign.op,
-                                                          map_expr(s.assign.value, f))))
+                    out.append(_to_register(s, name, reg))
                 else:
                     out.append(s)
             return out
@@ -617,15 +614,19 @@ def _promote_private(pr: RegisterPromoter, body: list[kir.Stmt], name: str, ctyp
                 for a, t, _b in axes:
                     idx = Var(us[a]) if idx is None else \
                         Binary("+", Binary("*", idx, Int(t)), Var(us[a]))
-                reg = Access(rname, (idx,) if idx is not None else ())
-                f = (lambda e: reg if isinstance(e, Access) and e.array == name else None)
-                t_ = reg if s.assign.target.array == name else map_expr(s.assign.target, f)
-                out.append(kir.Compute(s.stmt, Assign(t_, s.assign.op,
-                                                      map_expr(s.assign.value, f))))
+                out.append(_to_register(s, name, Access(rname, (idx,) if idx is not None
+                                                        else ())))
             else:
                 out.append(s)
         return out
     return rewrite(body, {})
+
+
+def _to_register(c: kir.Compute, name: str, reg: Access) -> kir.Compute:
+    """Statement ``c`` with every access to array ``name`` replaced by ``reg``."""
+    f = (lambda e: reg if isinstance(e, Access) and e.array == name else None)
+    target = reg if c.assign.target.array == name else map_expr(c.assign.target, f)
+    return kir.Compute(c.stmt, Assign(target, c.assign.op, map_expr(c.assign.value, f)))
 
 
 def _s_is_register_copy(c: kir.Compute, decls: list[kir.RegisterDecl]) -> bool:

@@ -39,7 +39,7 @@ from pycparser import c_ast
 
 from ... import expr as E
 from ...errors import UnsupportedError
-from .subset import ELEM_TYPES, MATH_FUNCS, call_args, call_name, type_name
+from .subset import ELEM_TYPES, MATH_FUNCS, call_args, call_name, map_children, type_name
 
 #: Rank of the arithmetic types in C's usual conversions.
 _RANK = {"int": 0, "long": 1, "float": 2, "double": 3}
@@ -316,19 +316,9 @@ def _rewrite(node, call, types):
             return call(new, types, stmt)
         if not isinstance(n, c_ast.Node):
             return n
-        new = copy.copy(n)
-        for slot in n.__slots__:
-            if slot in ("coord", "__weakref__"):
-                continue
-            v = getattr(n, slot, None)
-            if isinstance(v, c_ast.Node):
-                setattr(new, slot, walk(v, stmt=isinstance(n, (c_ast.Compound, c_ast.If,
-                                                               c_ast.For))
-                                        and slot in ("iftrue", "iffalse", "stmt")))
-            elif isinstance(v, list):
-                setattr(new, slot, [walk(x, stmt=isinstance(n, c_ast.Compound))
-                                    if isinstance(x, c_ast.Node) else x for x in v])
-        return new
+        return map_children(n, lambda c, slot, in_list: walk(c, stmt=isinstance(
+            n, c_ast.Compound) if in_list else isinstance(
+            n, (c_ast.Compound, c_ast.If, c_ast.For)) and slot in ("iftrue", "iffalse", "stmt")))
     return walk(node)
 
 

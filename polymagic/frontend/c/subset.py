@@ -9,6 +9,8 @@ four element types the rest of polymagic knows (:data:`polymagic.dtypes.DTYPES`)
 """
 from __future__ import annotations
 
+import copy
+
 import islpy as isl
 from pycparser import c_ast
 
@@ -71,3 +73,20 @@ def call_name(n: c_ast.FuncCall) -> str | None:
 def call_args(n: c_ast.FuncCall) -> list[c_ast.Node]:
     """The arguments of a call."""
     return list(n.args.exprs) if n.args is not None else []
+
+
+def map_children(n: c_ast.Node, fn) -> c_ast.Node:
+    """A shallow copy of pycparser node ``n`` whose child nodes are ``fn(child, slot,
+    in_list)`` (``in_list``: the child sits in a list slot, e.g. a block's items); the
+    coordinates are kept, so errors still point at the user's line and column."""
+    new = copy.copy(n)
+    for slot in n.__slots__:
+        if slot in ("coord", "__weakref__"):
+            continue
+        v = getattr(n, slot, None)
+        if isinstance(v, c_ast.Node):
+            setattr(new, slot, fn(v, slot, False))
+        elif isinstance(v, list):
+            setattr(new, slot, [fn(x, slot, True) if isinstance(x, c_ast.Node) else x
+                                for x in v])
+    return new

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pycparser import c_ast
 
 from ...errors import UnsupportedError
+from .subset import map_children
 
 
 @dataclass
@@ -214,13 +215,4 @@ class _Views:
                 isinstance(n.expr, c_ast.ID) and self.lookup(n.expr.name) is not None:
             raise _Err(f"local pointer '{n.expr.name}' is incremented: only pointers set "
                        "once, where they are declared, are supported", n)
-        new = copy.copy(n)
-        for slot in n.__slots__:
-            if slot in ("coord", "__weakref__"):
-                continue
-            v = getattr(n, slot, None)
-            if isinstance(v, c_ast.Node):
-                setattr(new, slot, self.node(v))
-            elif isinstance(v, list):
-                setattr(new, slot, [self.node(x) for x in v])
-        return new
+        return map_children(n, lambda c, _slot, _in_list: self.node(c))
