@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import argparse
 
-from docutils import nodes
-from docutils.statemachine import StringList
-from sphinx.util.docutils import SphinxDirective
-
 
 def _flags(action: argparse.Action) -> str:
     names = ", ".join(f"`{s}`" for s in action.option_strings)
@@ -63,18 +59,22 @@ def reference_markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-class OptionReference(SphinxDirective):
-    """Renders :func:`reference_markdown` in place."""
-    has_content = False
-
-    def run(self) -> list[nodes.Node]:
-        container = nodes.container(classes=["polymagic-options"])
-        text = reference_markdown()
-        self.state.nested_parse(StringList(text.splitlines(), source="polymagic.options"),
-                                self.content_offset, container)
-        return [container]
-
-
 def setup(app):
+    """Registers the directive (Sphinx is imported here only, so that the tests can
+    check :func:`reference_markdown` without the docs extra)."""
+    from docutils import nodes
+    from docutils.statemachine import StringList
+    from sphinx.util.docutils import SphinxDirective
+
+    class OptionReference(SphinxDirective):
+        """Renders :func:`reference_markdown` in place."""
+        has_content = False
+
+        def run(self) -> list:
+            container = nodes.container(classes=["polymagic-options"])
+            lines = StringList(reference_markdown().splitlines(), source="polymagic.options")
+            self.state.nested_parse(lines, self.content_offset, container)
+            return [container]
+
     app.add_directive("polymagic-options", OptionReference)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1"}
