@@ -31,6 +31,8 @@ def option_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str, str]]:
         if not a.option_strings or a.help == argparse.SUPPRESS:
             continue
         meaning = (a.help or "").strip()
+        if meaning and meaning[-1] not in ".)":
+            meaning += "."
         if a.choices:
             meaning += (" " if meaning else "") + "One of " + ", ".join(
                 f"`{c}`" for c in a.choices) + "."
@@ -51,8 +53,9 @@ def reference_markdown() -> str:
     sub = next(a for a in cli._actions if isinstance(a, argparse._SubParsersAction))
     lines = ["```text"]
     for name, sp in sub.choices.items():
-        lines.append(sp.format_usage().strip().replace("usage: ", ""))
-    lines += ["```", "",
+        lines.append(f"{cli.prog} {name} FILE.c|FILE.py [options]   # {sp.description}")
+    lines += ["%%polycuda [options]   # first line of a notebook cell holding the function",
+              "```", "",
               "| option | default | meaning |", "| --- | --- | --- |"]
     for flags, default, meaning in option_rows(make_parser()):
         lines.append(f"| {_cell(flags)} | {_cell(default)} | {_cell(meaning)} |")
