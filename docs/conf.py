@@ -22,7 +22,7 @@ author = "the polymagic developers"
 copyright = "2026, " + author
 release = version = __version__
 
-extensions = ["myst_nb", "option_reference", "notebook_sources"]
+extensions = ["myst_nb", "option_reference", "notebook_sources", "glossary_merge"]
 # myst_nb brings myst_parser; .md pages are MyST, .ipynb notebooks are read as stored
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
 root_doc = "index"

@@ -32,10 +32,11 @@ END = "<!-- readme-example: end -->"
 _DURATION = re.compile(r"(?<![\w.])\d[\d,.]*\s?(?:ns|µs|us|ms|s|min)(?![\w])")
 
 
-def run_example(python: str = sys.executable) -> str:
-    """The example's report, as the CLI prints it on this machine."""
+def run_example(python: str = sys.executable, extra: tuple[str, ...] = ()) -> str:
+    """The example's report, as the CLI prints it on this machine (``extra``: more
+    options, such as ``--json``)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    r = subprocess.run([python, "-m", "polymagic", *ARGS], cwd=ROOT, env=env,
+    r = subprocess.run([python, "-m", "polymagic", *ARGS, *extra], cwd=ROOT, env=env,
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"{COMMAND} exited {r.returncode}:\n{r.stdout}{r.stderr}")

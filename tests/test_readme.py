@@ -16,9 +16,13 @@ README = ROOT / "README.md"
 sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "docs" / "_ext")]
 import readme_example  # noqa: E402
 
-#: figures of the example's report that README.md and docs/guide/reading-reports.md
-#: quote in their explanations of sectors per request and transactions
-QUOTED = ("3.85", "7.35", "30,000")
+#: figures of the example's text report that README.md and
+#: docs/guide/reading-reports.md quote in their explanations of sectors per request
+QUOTED = ("3.85", "7.35")
+#: the example's total transactions (32-byte sectors) they quote: the JSON's
+#: ``global_transactions``
+TRANSACTIONS = "30,000"
+DOCS_QUOTING = ["README.md", "docs/guide/reading-reports.md"]
 
 
 def table_cells(text: str) -> list[str]:
@@ -57,13 +61,23 @@ def test_readme_example_is_the_real_run(report):
                       + "\n".join(diff))
 
 
-@pytest.mark.parametrize("doc", ["README.md", "docs/guide/reading-reports.md"])
+@pytest.mark.parametrize("doc", DOCS_QUOTING)
 def test_quoted_figures_are_in_the_report(report, doc):
     text = (ROOT / doc).read_text()
     for figure in QUOTED:
         assert figure in text, f"{doc} no longer quotes {figure}: update QUOTED"
         assert figure in report, (f"{doc} explains the report with {figure}, which the "
                                   "example's run no longer prints: update the explanation")
+
+
+def test_quoted_transactions_are_the_runs(report):
+    import json
+    run = json.loads(readme_example.run_example(extra=("--json",)))
+    assert f"{run['global_transactions']:,}" == TRANSACTIONS, (
+        f"the example now moves {run['global_transactions']:,} sectors: update "
+        f"{', '.join(DOCS_QUOTING)} and TRANSACTIONS")
+    for doc in DOCS_QUOTING:
+        assert TRANSACTIONS in (ROOT / doc).read_text(), f"{doc} no longer quotes {TRANSACTIONS}"
 
 
 def test_mask_hides_durations_only():
