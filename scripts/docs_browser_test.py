@@ -92,9 +92,14 @@ def check_notebook_page(page, base: str) -> None:
     title = page.title()
     if "polymagic" not in title or "scratchpad" not in title.lower():
         raise AssertionError(f"notebook page title {title!r}")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('article img')].some("
-        "i => i.complete && i.naturalWidth > 0)", timeout=30_000)
+    from playwright.sync_api import TimeoutError as PwTimeout
+    try:
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('article img')].some("
+            "i => i.complete && i.naturalWidth > 0)", timeout=30_000)
+    except PwTimeout:
+        raise AssertionError("no figure on the notebook page loaded within 30 s (outputs "
+                             "missing? make docs executes the notebooks)") from None
     imgs = page.evaluate("() => [...document.querySelectorAll('article img')].map("
                          "i => [i.naturalWidth, i.naturalHeight])")
     broken = [wh for wh in imgs if wh[0] == 0]
