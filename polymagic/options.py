@@ -21,7 +21,7 @@ from .errors import OptionsError
 
 TARGETS = ("auto", "gpu", "emulator", "openmp")
 MAPPINGS = ("superposition", "single")
-SHOW = ("deps", "schedule", "cuda", "kir", "host", "emulator", "scop", "stages")
+SHOW = ("deps", "schedule", "cuda", "kir", "host", "emulator", "scop", "stages", "notes")
 
 
 class SizeMap(Mapping[str, "int | float"]):
