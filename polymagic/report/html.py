@@ -228,33 +228,47 @@ class HtmlReport:
 
 
 def autotune_html(result) -> str:
-    """``--autotune``: the choice, the heat map (PNG) and every candidate's score."""
+    """``--autotune``: the choice and why, the heat map (PNG) and every candidate with
+    the numbers its one score is made of (the rule in the caption)."""
     import base64
     from . import plots
     png = base64.b64encode(plots.to_png(plots.autotune(result))).decode()
+    gpu = result.mode == "gpu"
     rows = []
     for c in sorted(result.candidates, key=lambda c: (not c.ok, c.score)):
         state = (f"skipped: {c.skipped}" if c.skipped else
                  f"failed: {c.error}" if not c.ok else f"{c.score:.2f}")
-        traffic = f"{c.traffic:,}" if c.traffic is not None else "–"
-        if c.transactions is not None:
-            traffic += f" ({c.transactions:,} sectors)"
-        cost = f"{c.model_cost:.3g}" if c.model_cost is not None else "–"
+
+        def rel(x, ratio, form):
+            if x is None:
+                return "–"
+            return form(x) + (f" (×{ratio:.2f})" if ratio else "")
+        sectors = rel(c.transactions if c.transactions is not None else c.traffic,
+                      c.traffic_ratio, lambda x: f"{x:,}")
+        cost = rel(c.model_cost, c.cost_ratio, lambda x: f"{x:.3g}")
+        fill = f"{c.fill:.0%}" if c.fill is not None else "–"
         secs = fmt.seconds(c.seconds) if c.seconds is not None else "–"
         mark = " ★" if c is result.best else ""
-        rows.append(f"<tr><td><code>{escape(c.label())}</code>{mark}</td>"
-                    f"<td>{escape(c.source)}</td><td>{escape(state)}</td>"
-                    f"<td style='text-align:right'>{traffic}</td>"
-                    f"<td style='text-align:right'>{cost}</td>"
-                    f"<td style='text-align:right'>{c.blocks if c.blocks is not None else '–'}</td>"
-                    f"<td style='text-align:right'>{secs}</td></tr>")
-    traffic_h = ("global loads+stores (32-byte sectors), emulator" if result.mode != "gpu"
-                 else "–")
+        cells = [f"<td><code>{escape(c.label())}</code>{mark}</td>",
+                 f"<td>{escape(c.source)}</td>", f"<td>{escape(state)}</td>"]
+        if not gpu:
+            cells += [f"<td style='text-align:right'>{sectors}</td>",
+                      f"<td style='text-align:right'>{cost}</td>",
+                      f"<td style='text-align:right'>{fill}</td>"]
+        cells += [f"<td style='text-align:right'>"
+                  f"{c.blocks if c.blocks is not None else '–'}</td>",
+                  f"<td style='text-align:right'>{secs}</td>"]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    heads = ["configuration", "from", "score"]
+    if not gpu:
+        heads += ["memory sectors (32 B, emulator)", "model cost (seed 000 §4.3)",
+                  "GPU filled"]
+    heads += ["blocks", "time"]
     notes = "".join(f"<li>{escape(str(n))}</li>" for n in result.notes)
     return (f'<div class="polymagic-autotune"><div><b>{escape(result.summary())}</b></div>'
+            f'<div style="font-size:90%;color:{_MUTED}">{escape(result.score_rule())}</div>'
             f'<details><summary>{len(result.candidates)} candidate(s)</summary>'
-            f"<table><tr><th>configuration</th><th>from</th><th>score</th>"
-            f"<th>{traffic_h}</th><th>§4.3 cost</th><th>blocks</th><th>time</th></tr>"
+            f"<table><tr>{''.join(f'<th>{escape(h)}</th>' for h in heads)}</tr>"
             f"{''.join(rows)}</table><ul>{notes}</ul></details>"
             f'<img src="data:image/png;base64,{png}" style="max-width:560px"/></div>')
 

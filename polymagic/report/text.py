@@ -94,9 +94,29 @@ def header_lines(report: RunReport, compiled: Compiled) -> list[str]:
     return lines
 
 
+def score_parts(c, mode: str) -> list[str]:
+    """The numbers one candidate's score is made of, as the tables show them."""
+    parts = []
+    if c.traffic is not None:
+        sectors = (f"{c.transactions:,} sectors" if c.transactions is not None
+                   else f"{c.traffic:,} loads+stores")
+        parts.append(sectors + (f" (×{c.traffic_ratio:.2f})" if c.traffic_ratio else ""))
+    if c.model_cost is not None:
+        parts.append(f"model cost {c.model_cost:.3g}"
+                     + (f" (×{c.cost_ratio:.2f})" if c.cost_ratio else ""))
+    if c.fill is not None:
+        parts.append(f"fills {c.fill:.0%} of the GPU")
+    if c.blocks is not None:
+        parts.append(f"{c.blocks} blocks")
+    if c.seconds is not None and mode == "gpu":
+        parts.append(fmt.seconds(c.seconds))
+    return parts
+
+
 def autotune_lines(result) -> list[str]:
-    """``--autotune``: the choice, then one line per candidate (best first)."""
-    lines = [result.summary()]
+    """``--autotune``: the choice and why, how the score is computed, then one line per
+    candidate (best first) with the numbers its score is made of."""
+    lines = [result.summary(), f"  ({result.score_rule()})"]
     ranked = sorted(result.candidates, key=lambda c: (not c.ok, c.score))
     for c in ranked:
         if c.skipped:
@@ -104,18 +124,7 @@ def autotune_lines(result) -> list[str]:
         elif not c.ok:
             what = f"failed: {c.error}"
         else:
-            parts = [f"score {c.score:.2f}"]
-            if c.traffic is not None:
-                parts.append(f"{c.traffic:,} global loads+stores")
-            if c.transactions is not None:
-                parts.append(f"{c.transactions:,} transactions")
-            if c.model_cost is not None:
-                parts.append(f"§4.3 cost {c.model_cost:.3g}")
-            if c.blocks is not None:
-                parts.append(f"{c.blocks} blocks")
-            if c.seconds is not None and result.mode == "gpu":
-                parts.append(fmt.seconds(c.seconds))
-            what = ", ".join(parts)
+            what = f"score {c.score:.2f}: " + ", ".join(score_parts(c, result.mode))
         star = "*" if c is result.best else " "
         lines.append(f"  {star} {c.label()} ({c.source}): {what}")
     lines.extend(f"  note: {n}" for n in result.notes)
