@@ -258,16 +258,23 @@ class PolyMagics(Magics):
 
     def _autotune(self, cell: str, options: Options, inputs: Mapping
                   ) -> tuple[AutotuneResult | None, Options]:
-        """``--autotune`` (polymagic.api.autotune) with a progress bar: the result
-        and the options with its choice; (None, options) when a ``--python`` cell
-        cannot be compiled (it then runs as plain Python)."""
-        bar = None
+        """``--autotune`` (polymagic.api.autotune) with a progress bar (a status
+        line without ipywidgets): the result and the options with its choice; (None,
+        options) when a ``--python`` cell cannot be compiled (it then runs as plain
+        Python)."""
+        bar = status = progress = None
         if not options.quiet and not options.json:
-            from .report.widgets import autotune_progress
-            bar, progress = autotune_progress(options.autotune_candidates)
-            display(bar)
-        else:
-            progress = None
+            try:
+                from .report.widgets import autotune_progress
+                bar, progress = autotune_progress(options.autotune_candidates)
+                display(bar)
+            except ImportError:        # no ipywidgets: the text status line
+                status = StatusLine(_function_name(cell), notebook_sink(), after=0.0,
+                                    first="autotune: trying candidates")
+                status.__enter__()
+
+                def progress(i, n, candidate):
+                    status.phase(f"autotune: candidate {i}/{n} ({candidate.label()})")
         lang = language(options)
         try:
             return tune(cell, options, language=lang, namespace=inputs,
@@ -279,6 +286,8 @@ class PolyMagics(Magics):
         finally:
             if bar is not None:
                 bar.close()
+            if status is not None:
+                status.__exit__(None, None, None)
 
     def _bind_callable(self, compiled: Compiled, options: Options,
                        tuned: AutotuneResult | None = None) -> None:
