@@ -161,3 +161,37 @@ def test_status_line_shows_only_slow_work():
     assert seen[0].startswith("gemm: compiling… ")
     assert any(s.startswith("gemm: running and checking… ") for s in seen)
     assert seen[-1] == ""
+
+
+def test_status_line_in_a_notebook_kernel(tmp_path, monkeypatch):
+    """In a real kernel the line is an HTML display updated in place from the status
+    thread, and cleared (text and HTML) at the end: nothing is left in the notebook."""
+    import os
+    from pathlib import Path
+
+    import nbformat
+    from nbclient import NotebookClient
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("PYTHONPATH", str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import time\n"
+        "from polymagic.report.progress import StatusLine, notebook_sink\n"
+        "with StatusLine('gemm', notebook_sink(), after=0.1, every=0.1) as status:\n"
+        "    time.sleep(0.5)\n"
+        "    status.phase('running and checking')\n"
+        "    time.sleep(0.3)\n")]
+    client = NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}})
+    shown = []
+    output = client.output
+
+    def record(outs, msg, display_id, cell_index):
+        if msg["msg_type"] == "display_data":
+            shown.append(msg["content"]["data"]["text/plain"])
+        return output(outs, msg, display_id, cell_index)
+    client.output = record
+    client.execute()
+    assert shown and shown[0].startswith("gemm: compiling… ")
+    (out,) = nb.cells[0].outputs
+    assert out["data"] == {"text/plain": "", "text/html": ""}

@@ -28,24 +28,25 @@ def notebook_sink() -> Sink | None:
     None outside a kernel (terminal IPython, scripts: nothing to update in place)."""
     try:
         from IPython import get_ipython
-        from IPython.display import HTML, display
+        from IPython.display import display, update_display
     except ImportError:
         return None
     shell = get_ipython()
     if shell is None or getattr(shell, "kernel", None) is None:
         return None
-    handle = None
+    shown: list[str] = []          # the display id, once the line is up
 
     def draw(text: str) -> None:
-        nonlocal handle
-        html = HTML(f'<div style="font-family:monospace;color:#57606a">{escape(text)}</div>'
-                    if text else "")
-        if handle is None:
-            if not text:
-                return
-            handle = display(html, display_id=True)
-        else:
-            handle.update(html)
+        # text/plain as well, so that a cleared line leaves no "<HTML object>" behind
+        data = {"text/plain": text, "text/html": (
+            f'<div style="font-family:monospace;color:#57606a">{escape(text)}</div>'
+            if text else "")}
+        if not shown:
+            if text:
+                handle = display(data, raw=True, display_id=True)
+                shown.append(handle.display_id)
+            return
+        update_display(data, raw=True, display_id=shown[0])
     return draw
 
 
