@@ -172,7 +172,7 @@ def to_html(report: RunReport, compiled: Compiled, show=()) -> str:
     other ``--show`` views follow, open."""
     from .summary import summary_words
     from .text import all_notes, element_bytes, ran_on
-    from .why import top
+    from .why import settled_arrays, top
     name = compiled.scop.name
     used: set[str] = set()
     words = summary_words(compiled)
@@ -194,7 +194,8 @@ def to_html(report: RunReport, compiled: Compiled, show=()) -> str:
     if report.wrote_back:
         meta.append(escape("wrote back: " + ", ".join(report.wrote_back)))
     notes = all_notes(report, compiled)
-    meta.extend(with_terms(f"note: {n}", used) for n in top(notes))
+    meta.extend(with_terms(f"note: {n}", used)
+                for n in top(notes, settled=settled_arrays(compiled.program)))
     if not report.notes and report.message:
         meta.append(escape(report.message))
     parts.append(f'<div style="color:{_MUTED};font-size:90%">' + "<br>".join(meta) + "</div>")

@@ -84,7 +84,7 @@ def header_lines(report: RunReport, compiled: Compiled) -> list[str]:
     if mem:
         lines.append(mem)
     notes = all_notes(report, compiled)
-    shown = why.top(notes)
+    shown = why.top(notes, settled=why.settled_arrays(compiled.program))
     lines.extend(f"note: {n}" for n in shown)
     if not getattr(report, "notes", None) and report.message:
         lines.append(report.message)

@@ -7,8 +7,8 @@ by their typed fields (never by their text):
 
 0. ``refusal``: an option the user gave was not applied (change or drop it);
 1. ``fallback``: a limit made a stage take a simpler path (an option may lift it);
-2. strategy decisions that name the option to change them (the tile search, the
-   recurrence model, localisation, the arrays' layout);
+2. whole-function strategy decisions that name the option to change them (the tile
+   search, the recurrence model, localisation by default, the arrays' layout);
 3. the other decisions (buffers, registers, constant memory, the mapping);
 4. ``info`` (where inputs came from, transfers).
 
@@ -45,21 +45,33 @@ def unique(notes: Iterable[Note]) -> list[Note]:
     return out
 
 
-def rank(note: Note) -> int:
-    """How directly the user can act on ``note`` (0 first; see the module doc)."""
+def rank(note: Note, settled: frozenset[tuple[str, str]] = frozenset()) -> int:
+    """How directly the user can act on ``note`` (0 first; see the module doc).
+    ``settled``: (kernel, array) pairs the code keeps elsewhere after all (a register,
+    read from the program's typed declarations): a buffer dropped for one of them
+    ranks as a decision (gemm's C: no shared buffer, but registers)."""
     if note.kind == "refusal":
         return 0
     if note.kind == "fallback":
-        return 1
+        return _DECISION if (note.kernel, note.subject) in settled else 1
     if note.kind == "info":
         return _INFO
-    return 2 if note.stage in _STRATEGY else _DECISION
+    return 2 if note.stage in _STRATEGY and note.kernel is None else _DECISION
 
 
-def top(notes: Iterable[Note], most: int = SHOWN) -> list[Note]:
+def top(notes: Iterable[Note], most: int = SHOWN,
+        settled: frozenset[tuple[str, str]] = frozenset()) -> list[Note]:
     """The notes of the default report: ranks 0-2, best first, at most ``most``."""
-    ranked = sorted((n for n in unique(notes) if rank(n) < _DECISION), key=rank)
+    ranked = sorted((n for n in unique(notes) if rank(n, settled) < _DECISION),
+                    key=lambda n: rank(n, settled))
     return ranked[:most]
+
+
+def settled_arrays(program) -> frozenset[tuple[str, str]]:
+    """(kernel, array) of every array a kernel keeps in registers (the Kernel IR's
+    :class:`~polymagic.kir.RegisterDecl`)."""
+    return frozenset((name, r.array) for name, k in program.kernels.items()
+                     for r in k.registers if r.array)
 
 
 def _stage_key(stage: str) -> int:
@@ -112,4 +124,5 @@ def lines(notes: Iterable[Note]) -> list[str]:
     return out
 
 
-__all__ = ["SHOWN", "unique", "rank", "top", "grouped", "lines", "stage_title"]
+__all__ = ["SHOWN", "unique", "rank", "top", "grouped", "lines", "stage_title",
+           "settled_arrays"]
