@@ -62,6 +62,8 @@ def kernel_words(compiled: Compiled, name: str, kernel: kir.Kernel) -> str:
         parts = [_members(plan, kernel.block)]
         if plan.sub_tiles:
             parts.append(f"sub-tiled: {', '.join(plan.sub_tiles)}")
+    elif plan is not None and plan.text:
+        parts = [plan.text]          # the mapping's own words, without the grid's formula
     else:
         text = kernel.summary.split("]: ", 1)[-1] if kernel.summary else ""
         return f"{name}: {text}" if text else name
