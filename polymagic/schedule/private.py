@@ -58,7 +58,7 @@ def private_temps(scop: Scop) -> frozenset[str]:
     before = sched.lex_lt_union_map(sched)
     out = set()
     for name, arr in scop.arrays.items():
-        if arr.kind != "temp" or not arr.shape:
+        if arr.kind != "temp" or not arr.shape or name in scop.global_only:
             continue
         reads, writes = _reads_writes(scop, name)
         if writes.is_empty():
