@@ -49,8 +49,8 @@ class Affine(BuilderState):
         except NonAffine as e:
             if not data_dependent(e):
                 pas = [self.aff(s, space, "subscript") for s in subs]   # raises
-            index = tuple(self.value(s) for s in subs)     # a gather: frontend/c/mayaccess
-            self.check_index_types(index, node)
+            self.check_index_types(subs)                   # a gather: frontend/c/mayaccess
+            index = tuple(self.value(s) for s in subs)
             rel = self.may_relation(space, base.name, node)
             self.ref_may = True
             return E.Access(base.name, index), rel

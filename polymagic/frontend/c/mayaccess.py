@@ -79,14 +79,18 @@ class MayAccesses(BuilderState):
         dom = isl.Set.universe(space)
         return isl.Map.from_domain_and_range(dom, box).set_tuple_name(isl.dim_type.out, array)
 
-    def check_index_types(self, index: tuple[E.Expr, ...], node: c_ast.Node) -> None:
-        """A data-dependent subscript reads integer arrays only."""
-        for x in index:
-            for a in E.accesses(x):
-                ctype = self.arrays[a.array].ctype
-                if ctype not in INT_TYPES.values():
-                    self.err(f"subscript reads the {ctype} array '{a.array}': subscripts "
-                             "must be integers", node)
+    def check_index_types(self, subs: list[c_ast.Node]) -> None:
+        """A data-dependent subscript reads integer arrays and locals only."""
+        for node in subs:
+            for ref in _array_refs(node):
+                base = ref
+                while isinstance(base, c_ast.ArrayRef):
+                    base = base.name
+                arr = self.arrays.get(getattr(base, "name", ""))
+                if arr is not None and arr.ctype not in INT_TYPES.values():
+                    self.err(f"non-affine subscript: reads the {arr.ctype} array '{arr.name}' "
+                             "(a subscript computed from array values must read integer "
+                             "arrays)", ref)
 
     # -- data-dependent ifs --
 
@@ -148,6 +152,13 @@ class MayAccesses(BuilderState):
         if any(a.array == target.array for r in rest for a in E.accesses(r)):
             return None
         return kind
+
+
+def _array_refs(node: c_ast.Node) -> list[c_ast.ArrayRef]:
+    """The outermost array references inside ``node``."""
+    if isinstance(node, c_ast.ArrayRef):
+        return [node]
+    return [r for _, c in node.children() for r in _array_refs(c)]
 
 
 __all__ = ["MayAccesses", "data_dependent"]
