@@ -198,7 +198,11 @@ def test_cli_histogram_with_inputs(tmp_path):
      "    if (A[i] > 0) {\n      A[i] = 0;\n      A[i] += 1;\n    }\n}",
      "the data-dependent condition reads 'A'"),
     ("void f(int n, double A[n], double *x) {\n  for (int i = 0; i < n; i++)\n"
-     "    A[i] = x[(int)A[i]];\n}", "subscript reads the double array 'A'"),
+     "    A[i] = x[(int)A[i]];\n}", "reads the double array 'A'"),
+    ("static double g(double x) { return x > 1 ? g(x - 1) : x; }\nvoid f(int n, double A[n]) {"
+     "\n  for (int i = 0; i < n; i++)\n    A[i] = g(A[i]);\n}", "recursion"),
+    ("void f(int n, double A[n], double (*fp)(double)) {\n  for (int i = 0; i < n; i++)\n"
+     "    A[i] = fp(A[i]);\n}", "function pointer"),
 ])
 def test_still_refused(src, what):
     with pytest.raises(UnsupportedError) as e:
