@@ -136,10 +136,11 @@ class MayAccesses(BuilderState):
 
     # -- atomic updates --
 
-    @staticmethod
-    def atomic_op(target: E.Access, op: str, value: E.Expr) -> str | None:
-        """'+' for ``t += v`` / ``t -= v``; 'max'/'min' for ``t = fmax(t, v)`` (``v``
-        not reading ``t``'s array); else None."""
+    def atomic_op(self, target: E.Access, op: str, value: E.Expr) -> str | None:
+        """'+' for ``t += v`` / ``t -= v``; 'max'/'min' for ``t = fmax(t, v)``; else
+        None.  Neither ``v`` nor ``t``'s subscripts may read ``t``'s array (the other
+        reads of the element would race with the updates), and an integer ``t`` needs
+        an integer ``v`` (C converts ``t + v`` back, not ``v``)."""
         if op in ("+=", "-="):
             rest, kind = [value], "+"
         elif op == "=" and isinstance(value, E.Call) and value.func in _MINMAX and \
@@ -149,10 +150,32 @@ class MayAccesses(BuilderState):
                 return None
         else:
             return None
-        if any(a.array == target.array for r in rest for a in E.accesses(r)):
+        if any(a.array == target.array for r in (*rest, *target.index)
+               for a in E.accesses(r)):
+            return None
+        if self.arrays[target.array].ctype in INT_TYPES.values() and \
+                not all(self._integer(r) for r in rest):
             return None
         return kind
 
+    def _integer(self, e: E.Expr) -> bool:
+        """Whether ``e`` surely has an integer type (integer arrays, iterators and
+        sizes, integer literals and casts, + - * / % of them)."""
+        if isinstance(e, E.Int):
+            return True
+        if isinstance(e, E.Var):
+            return e.name not in {p.name for p in self.params if p.kind == "scalar"}
+        if isinstance(e, E.Access):
+            return self.arrays[e.array].ctype in INT_TYPES.values()
+        if isinstance(e, E.Cast):
+            return e.ctype in INT_TYPES.values()
+        if isinstance(e, E.Unary) and e.op in ("-", "+"):
+            return self._integer(e.a)
+        if isinstance(e, E.Binary) and e.op in ("+", "-", "*", "/", "%"):
+            return self._integer(e.a) and self._integer(e.b)
+        if isinstance(e, E.Call) and e.func in ("min", "max"):
+            return all(self._integer(a) for a in e.args)
+        return False
 
 def _array_refs(node: c_ast.Node) -> list[c_ast.ArrayRef]:
     """The outermost array references inside ``node``."""
