@@ -143,6 +143,22 @@ def test_max_scatter_atomics():
     assert run(compile_source(MAXSCATTER, opts), opts).ok
 
 
+def test_if_max_scatter_is_an_atomic_max():
+    """``if (v > m[b]) m[b] = v`` is ``m[b] = max(m[b], v)``: an atomic update."""
+    src = """
+void ifmax(int n, int nb, double m[nb], float w[nb], int bin[n], double v[n]) {
+  for (int i = 0; i < n; i++) {
+    if (v[i] > m[bin[i]]) m[bin[i]] = v[i];
+    if (w[bin[i]] > v[i] * 2) w[bin[i]] = v[i] * 2;
+  }
+}
+"""
+    scop = parse(src)
+    assert [(s.atomic, s.guard) for s in scop.statements] == [("max", None), ("min", None)]
+    compiled = check(src, {"n": 1200, "nb": 6})
+    assert "pm_atomic_max_double(" in compiled.cuda and "pm_atomic_min_float(" in compiled.cuda
+
+
 def test_non_atomic_scatter_runs_in_order():
     """A scatter that is not an update (``x[perm[i]] = y[i]``) may write any element:
     its loop keeps its order (no race, the CPU's result)."""

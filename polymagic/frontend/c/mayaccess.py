@@ -158,6 +158,36 @@ class MayAccesses(BuilderState):
             return None
         return kind
 
+    def guarded_extremum(self, target: E.Access, op: str, value: E.Expr,
+                         guard: E.Expr | None) -> tuple[E.Expr, str] | None:
+        """``if (v > t) t = v;`` (or ``t < v``; ``<`` for min) under no other
+        data-dependent condition: ``t = max(t, v)`` as an atomic update, with the
+        accesses recorded for that form (the target's subscripts' reads, the target
+        read, ``v``'s reads); None for any other statement.  The same value as the
+        user's code but for NaNs."""
+        if guard is None or len(self.guards) != 1 or op != "=" or \
+                not isinstance(guard, E.Binary) or guard.op not in (">", ">=", "<", "<="):
+            return None
+        a, b = guard.a, guard.b
+        t_second = (a, b) == (value, target)
+        if t_second:
+            kind = "max" if guard.op in (">", ">=") else "min"
+        elif (a, b) == (target, value):
+            kind = "max" if guard.op in ("<", "<=") else "min"
+        else:
+            return None
+        fused = E.Call(kind, (target, value))
+        if self.atomic_op(target, "=", fused) != kind:
+            return None
+        g0 = next(k for k, x in enumerate(self.acc) if x.guard)
+        body, cond = self.acc[:g0], self.acc[g0:]
+        n_t = sum(len(E.accesses(i)) for i in target.index)
+        n_v = len(E.accesses(value))
+        t_part = cond[n_v:] if t_second else cond[:len(cond) - n_v]
+        t_part = [Access(x.array, x.relation, x.is_write, x.may) for x in t_part]
+        self.acc[:] = body[:n_t] + t_part + body[n_t:]
+        return fused, kind
+
     def _integer(self, e: E.Expr) -> bool:
         """Whether ``e`` surely has an integer type (integer arrays, iterators and
         sizes, integer literals and casts, + - * / % of them)."""

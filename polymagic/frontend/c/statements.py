@@ -122,9 +122,15 @@ class Statements(BuilderState):
             self.acc.append(Access(target.array, wrel, False, gather))
         value = self.value(rhs)
         guard = self.guard_of()          # frontend/c/mayaccess: may-writes, atomics
+        atomic = None
+        if gather:
+            fused = self.guarded_extremum(target, op, value, guard)
+            if fused is not None:        # if (v > h[b]) h[b] = v: h[b] = max(h[b], v)
+                value, atomic, guard = fused[0], fused[1], None
+            else:
+                atomic = self.atomic_op(target, op, value)
         w_at = next((k for k, a in enumerate(self.acc) if a.guard), len(self.acc))
         self.acc.insert(w_at, Access(target.array, wrel, True, gather or guard is not None))
-        atomic = self.atomic_op(target, op, value) if gather else None
         accs = [Access(a.array, a.relation.set_tuple_name(isl.dim_type.in_, name), a.is_write,
                        a.may, a.guard)
                 for a in self.acc]
