@@ -155,9 +155,12 @@ class Scop:
         """Arrays accessed through a data-dependent subscript, written under a
         data-dependent condition or read by one: their elements stay in global memory
         (no shared buffer, register, ``__constant__`` copy or localisation), and the
-        transfers move the whole array (the may-access covers it)."""
+        transfers move the whole array (the may-access covers it).  A local scalar
+        written under a data-dependent condition may stay with its thread (a
+        register): it is never copied in or out."""
         return frozenset(a.array for s in self.statements for a in s.accesses
-                         if a.may or a.guard)
+                         if a.guard or (a.may and not (a.is_write and s.guard is not None and
+                                                       self.arrays[a.array].kind == "temp")))
 
     @cached_property
     def has_may(self) -> bool:

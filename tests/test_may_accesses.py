@@ -101,6 +101,21 @@ def test_relu_if_keeps_its_condition_and_writes_are_may_writes():
         assert run(compile_source(RELU, opts), opts).ok
 
 
+@pytest.mark.parametrize("body, sizes", [
+    ("    double acc = 0.0;\n    for (int j = 0; j < m; j++)\n      if (A[i][j] > 1.0)\n"
+     "        acc += A[i][j];\n    s[i] = acc;\n", {"n": 50, "m": 30}),
+    ("    double t = -1.0;\n    for (int j = 0; j < m; j++) {\n      double v = A[i][j];\n"
+     "      if (v > 1.2)\n        t = v;\n    }\n    s[i] = t;\n", {"n": 40, "m": 9}),
+])
+def test_local_scalar_written_under_a_condition_stays_in_a_register(body, sizes):
+    """A private scalar updated under a data-dependent condition: one kernel, the
+    scalar in a register (the condition's local ``v`` stays in global memory)."""
+    src = ("void f(int n, int m, double s[n], double A[n][m]) {\n"
+           "  for (int i = 0; i < n; i++) {\n" + body + "  }\n}\n")
+    compiled = check(src, sizes)
+    assert len(compiled.program.kernels) == 1 and "pm_r0_" in compiled.cuda
+
+
 def test_may_write_kills_no_earlier_write():
     """B[i] = 1 then, under a data-dependent condition, B[i] = 2, then C[i] = B[i]:
     both writes are sources of the read (the second may not happen)."""
