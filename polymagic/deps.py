@@ -139,21 +139,32 @@ def compute_dependences(scop: Scop, options: DependenceOptions = DependenceOptio
             f"split it into several cells ({e})") from None
 
 
+def _atomic_target(s, a) -> bool:
+    """An access of an atomic statement to the element it updates."""
+    return s.atomic is not None and a.array == s.body.target.array
+
+
 def _compute(scop: Scop, options: DependenceOptions) -> Dependences:
     from .isl_util import OperationBudget
     ctx = scop.context.get_ctx()
     sched = scop.schedule.intersect_domain(scop.domain)
     reads, writes = scop.reads, scop.writes
+    must, may = writes, None
+    if scop.has_may:                 # may-accesses (frontend/c/mayaccess.py)
+        reads = scop.accesses_where(False, lambda s, a: not _atomic_target(s, a))
+        writes = scop.accesses_where(True, lambda s, a: not _atomic_target(s, a))
+        must = scop.accesses_where(True, lambda s, a: not a.may)
+        may = scop.accesses_where(True, lambda s, a: a.may and not _atomic_target(s, a))
     with OperationBudget(ctx, options.dependence_operations):
         before = sched.lex_lt_union_map(sched)
         anti = _memory_based(writes, reads, before)
-        inp = _memory_based(reads, reads, before)
+        inp = _memory_based(scop.reads, scop.reads, before)
     notes: list[Note] = []
 
     def value_based(kind: str, sink: isl.UnionMap) -> isl.UnionMap:
         try:
             with OperationBudget(ctx, options.value_based_operations):
-                return _flow(sink, writes, None, sched)
+                return _flow(sink, must, may, sched)
         except isl.Error:
             notes.append(Note("deps", f"{kind} dependences: isl's dataflow analysis took "
                               f"more than {options.value_based_operations:,} operations; every "
@@ -162,5 +173,33 @@ def _compute(scop: Scop, options: DependenceOptions) -> Dependences:
         with OperationBudget(ctx, options.dependence_operations):
             return _memory_based(sink, writes, before)
 
-    return Dependences(flow=value_based("flow", reads), output=value_based("output", writes),
-                       anti=anti, input=inp, notes=notes)
+    flow, output = value_based("flow", reads), value_based("output", writes)
+    if any(st.atomic for st in scop.statements):
+        with OperationBudget(ctx, options.dependence_operations):
+            flow, anti, output = _with_atomics(scop, before, reads, writes, flow, anti, output)
+    return Dependences(flow=flow, output=output, anti=anti, input=inp, notes=notes)
+
+
+def _with_atomics(scop: Scop, before: isl.UnionMap, reads: isl.UnionMap,
+                  writes: isl.UnionMap, flow: isl.UnionMap, anti: isl.UnionMap,
+                  output: isl.UnionMap) -> tuple[isl.UnionMap, isl.UnionMap, isl.UnionMap]:
+    """Add the dependences of atomic updates (``h[bin[i]] += w[i]``): their instances
+    commute with each other when they apply the same operator (the order of the
+    additions into an element does not matter, up to floating-point rounding, as with
+    any parallel reduction), so they get none among themselves; every other access to
+    the element orders against them, memory-based (an atomic update is a read and a
+    may-write of its whole array)."""
+    ops = sorted({st.atomic for st in scop.statements if st.atomic})
+    upd = {op: scop.accesses_where(True, lambda s, a, op=op: _atomic_target(s, a)
+                                   and s.atomic == op) for op in ops}
+    for u in upd.values():
+        flow = flow.union(_memory_based(u, writes, before)).union(
+            _memory_based(reads, u, before))
+        anti = anti.union(_memory_based(u, reads, before))
+        output = output.union(_memory_based(writes, u, before)).union(
+            _memory_based(u, writes, before))
+    for a in ops:                     # different operators on one element do not commute
+        for b in ops:
+            if a != b:
+                output = output.union(_memory_based(upd[b], upd[a], before))
+    return flow, anti, output

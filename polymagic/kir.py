@@ -132,9 +132,12 @@ class Let:
 
 @dataclass
 class Compute:
-    """One statement instance; ``stmt`` names the Scop statement (for reports)."""
+    """One statement instance; ``stmt`` names the Scop statement (for reports).
+    ``atomic``: the update is an atomic read-modify-write (``'+'``, ``'max'``,
+    ``'min'``: :attr:`polymagic.scop.Statement.atomic`)."""
     stmt: str
     assign: Assign
+    atomic: str | None = None
 
 
 @dataclass

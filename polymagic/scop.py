@@ -60,10 +60,20 @@ class Array:
 
 @dataclass
 class Access:
-    """One array reference of a statement."""
+    """One array reference of a statement.
+
+    ``may``: a may-access (pet's approach, Verdoolaege and Grosser, "Polyhedral
+    Extraction Tool", IMPACT 2012, section 3: accesses not known exactly are
+    over-approximated): a subscript that depends on array values (``x[perm[j]]``)
+    relates the instance to every element of the array; a write under a
+    data-dependent condition (:attr:`Statement.guard`) may not happen.  A may-write
+    never kills an earlier write (:mod:`polymagic.deps`).  ``guard``: a read of the
+    statement's data-dependent condition (after the body's accesses)."""
     array: str
     relation: isl.Map            # { S[i] -> A[f(i)] }
     is_write: bool
+    may: bool = False
+    guard: bool = False
 
 
 @dataclass
@@ -75,6 +85,14 @@ class Statement:
     accesses: list[Access]
     line: int                    # source line of the statement
     text: str                    # the statement as written (for reports)
+    #: a data-dependent condition the statement runs under (``A[i][j] > 0``), in
+    #: terms of the iterators; its reads are the accesses flagged ``guard``
+    guard: Expr | None = None
+    #: a commutative, associative update through a data-dependent subscript
+    #: (``h[bin[i]] += w[i]``: '+'; ``h[b] = fmax(h[b], v)``: 'max' or 'min'):
+    #: instances of such updates of one array commute, and the GPU runs them as
+    #: atomic operations
+    atomic: str | None = None
 
     @property
     def reads(self) -> list[Access]:
@@ -120,13 +138,35 @@ class Scop:
             u = u.union(isl.UnionSet.from_set(s.domain))
         return u
 
-    def _union(self, writes: bool) -> isl.UnionMap:
+    def _union(self, writes: bool, keep=lambda s, a: True) -> isl.UnionMap:
         u = isl.UnionMap.empty(self.context.get_space())
         for s in self.statements:
             for a in s.accesses:
-                if a.is_write == writes:
+                if a.is_write == writes and keep(s, a):
                     u = u.union(isl.UnionMap.from_map(a.relation.intersect_domain(s.domain)))
         return u
+
+    def accesses_where(self, writes: bool, keep) -> isl.UnionMap:
+        """The reads (or writes) ``keep(statement, access)`` selects, on the domains."""
+        return self._union(writes, keep)
+
+    @cached_property
+    def global_only(self) -> frozenset[str]:
+        """Arrays accessed through a data-dependent subscript, written under a
+        data-dependent condition or read by one: their elements stay in global memory
+        (no shared buffer, register, ``__constant__`` copy or localisation), and the
+        transfers move the whole array (the may-access covers it).  A local scalar
+        written under a data-dependent condition may stay with its thread (a
+        register): it is never copied in or out."""
+        return frozenset(a.array for s in self.statements for a in s.accesses
+                         if a.guard or (a.may and not (a.is_write and s.guard is not None and
+                                                       self.arrays[a.array].kind == "temp")))
+
+    @cached_property
+    def has_may(self) -> bool:
+        """Whether any access is a may-access or any statement is guarded."""
+        return any(s.guard is not None or s.atomic or any(a.may for a in s.accesses)
+                   for s in self.statements)
 
     @cached_property
     def reads(self) -> isl.UnionMap:

@@ -37,6 +37,30 @@ class CudaPrinter(CLikePrinter):
         return [f"{self.indent_unit * level}*({vt} *)&{self.access(a.target, 'store')} = "
                 f"*(const {vt} *)&{self.expr(a.value)};"]
 
+    def stmt_compute(self, s: kir.Compute, level: int) -> list[str]:
+        """An atomic update (:attr:`kir.Compute.atomic`) as ``atomicAdd``,
+        ``atomicMax``/``atomicMin`` (integers) or a compare-and-swap loop
+        (:data:`ATOMIC_HELPERS`, floating point); other statements as plain C."""
+        if s.atomic is None or isinstance(s, kir.VectorCopy):
+            return super().stmt_compute(s, level)
+        a = s.assign
+        ind = self.indent_unit * level
+        target = self.access(a.target, "update")
+        ctype = self.program.arrays[a.target.array].ctype
+        if s.atomic == "+":
+            v = self.expr(a.value)
+            v = f"-({v})" if a.op == "-=" else v
+        else:
+            v = self.expr(next(x for x in a.value.args if x != a.target))
+        if ctype == "long":        # 64-bit two's complement: the unsigned and signed forms
+            func = {"+": "atomicAdd", "max": "atomicMax", "min": "atomicMin"}[s.atomic]
+            cast = "unsigned long long" if s.atomic == "+" else "long long"
+            return [f"{ind}{func}(({cast} *)&{target}, ({cast})({v}));"]
+        if s.atomic == "+" or ctype == "int":
+            func = {"+": "atomicAdd", "max": "atomicMax", "min": "atomicMin"}[s.atomic]
+            return [f"{ind}{func}(&{target}, {v});"]
+        return [f"{ind}pm_atomic_{s.atomic}_{ctype}(&{target}, {v});"]
+
     def shared_decl(self, decl: kir.SharedDecl) -> str:
         """Static ``__shared__`` arrays (16-byte aligned, for vector copies), or, past
         48 KB per block, typed pointers into the kernel's dynamic shared memory
@@ -59,6 +83,41 @@ class CudaPrinter(CLikePrinter):
     def mapped_id(self, name: str) -> str:
         # signed: isl's bounds subtract from ids (``N - 32 * blockIdx.y - 1``)
         return f"((int){kir.MAPPED_IDS[name]})"
+
+
+#: Floating-point atomic max/min (CUDA has none): a compare-and-swap loop that
+#: stores ``fmax(old, v)`` (``fmin``) until no other thread changed the element
+#: in between; printed only into programs that use them.
+ATOMIC_HELPERS = {
+    (op, ctype): f"""__device__ static __forceinline__ void pm_atomic_{op}_{ctype}({ctype} *p, {ctype} v)
+{{
+  {itype} *q = ({itype} *)p;
+  {itype} old = *q, assumed;
+  do {{
+    assumed = old;
+    {ctype} next = f{op}{suffix}({from_bits}(assumed), v);
+    if ({to_bits}(next) == assumed) break;
+    old = atomicCAS(q, assumed, {to_bits}(next));
+  }} while (old != assumed);
+}}
+"""
+    for op in ("max", "min")
+    for ctype, itype, suffix, from_bits, to_bits in (
+        ("float", "int", "f", "__int_as_float", "__float_as_int"),
+        ("double", "unsigned long long", "", "__longlong_as_double",
+         "(unsigned long long)__double_as_longlong"))}
+
+
+def _atomic_helpers(program: kir.Program) -> list[str]:
+    """The :data:`ATOMIC_HELPERS` the program's atomic updates call."""
+    used = set()
+    for k in program.kernels.values():
+        for s in kir.walk(k.body):
+            if isinstance(s, kir.Compute) and s.atomic in ("max", "min"):
+                ctype = program.arrays[s.assign.target.array].ctype
+                if (s.atomic, ctype) in ATOMIC_HELPERS:
+                    used.add((s.atomic, ctype))
+    return [ATOMIC_HELPERS[u] for u in sorted(used)]
 
 
 def kernel_signature(program: kir.Program, kernel: kir.Kernel) -> str:
@@ -85,5 +144,6 @@ def print_cuda(program: kir.Program) -> str:
              f"#define {kir.ALIGNED16}(p) ((((unsigned long long)(p)) & 15ULL) == 0ULL)\n"]
     parts += [f"__constant__ {c.ctype} {c.name}[{c.capacity}];  /* {c.array}, read-only */\n"
               for c in program.constants.values()]
+    parts += _atomic_helpers(program)
     parts += [print_kernel(program, k) for k in program.kernels.values()]
     return "\n".join(parts)

@@ -57,7 +57,7 @@ RUNTIME_H = Path(__file__).resolve().parent.parent / "runtime" / "emu_support.h"
 MODES = ("emulate", "openmp")
 
 #: Macro per access mode (global, shared).
-_GMACRO = {"load": "PM_GLD", "store": "PM_GST", "update": "PM_GUP"}
+_GMACRO = {"load": "PM_GLD", "store": "PM_GST", "update": "PM_GUP", "atomic": "PM_GAT"}
 _SMACRO = {"load": "PM_SLD", "store": "PM_SST", "update": "PM_SUP"}
 
 
@@ -99,12 +99,35 @@ class EmulatorKernelPrinter(CLikePrinter):
         a write, as on the GPU), and the value keeps its own C type."""
         if isinstance(s, kir.VectorCopy):
             return self.stmt_vector_copy(s, level)
+        if s.atomic is not None:
+            return self.stmt_atomic(s, level)
         a = s.assign
         mode = "store" if a.op == "=" else "update"
         ind = self.indent_unit * level
         i2 = ind + self.indent_unit
         return [f"{ind}{{", f"{i2}__auto_type pm_v = {self.expr(a.value)};",
                 f"{i2}{self.access(a.target, mode)} {a.op} pm_v;", f"{ind}}}"]
+
+    def stmt_atomic(self, s: kir.Compute, level: int) -> list[str]:
+        """An atomic update (``h[bin[i]] += w[i]``, ``h[b] = fmax(h[b], v)``): the
+        target's access is checked as an atomic read-modify-write (``PM_GAT``: no
+        race with other atomic updates of the element, a race with any other
+        access); under OpenMP it is ``omp atomic`` (``+``) or one critical section
+        (max, min)."""
+        a = s.assign
+        ind = self.indent_unit * level
+        i2, i3 = ind + self.indent_unit, ind + 2 * self.indent_unit
+        if s.atomic == "+":
+            return [f"{ind}{{", f"{i2}__auto_type pm_v = {self.expr(a.value)};",
+                    f"{i2}PM_OMP_ATOMIC", f"{i2}{self.access(a.target, 'atomic')} {a.op} pm_v;",
+                    f"{ind}}}"]
+        call = a.value
+        first = call.args[0] == a.target
+        other = call.args[1] if first else call.args[0]
+        args = "*pm_p, pm_v" if first else "pm_v, *pm_p"
+        return [f"{ind}{{", f"{i2}__auto_type pm_v = {self.expr(other)};", f"{i2}PM_OMP_CRITICAL",
+                f"{i2}{{", f"{i3}__auto_type pm_p = &{self.access(a.target, 'atomic')};",
+                f"{i3}*pm_p = {self.func_name(call.func)}({args});", f"{i2}}}", f"{ind}}}"]
 
     def stmt_barrier(self, s: kir.Barrier, level: int) -> list[str]:
         return [f"{self.indent_unit * level}PM_SYNC({int(s.id)});"]

@@ -181,6 +181,11 @@ class _Lowerer:
         stmt = self.scop.statement(name)
         body = self.lowered_body(stmt, build, iters)
         body = substitute_assign(body, dict(zip(stmt.iterators, args)))
+        if stmt.guard is not None or stmt.atomic:    # frontend/c/mayaccess.py
+            out: kir.Stmt = kir.Compute(name, body, atomic=stmt.atomic)
+            if stmt.guard is None:
+                return out
+            return kir.If(substitute(stmt.guard, dict(zip(stmt.iterators, args))), [out])
         red = self.mapping.reductions.get(f"pm_rini_{name}")
         if red is not None:          # accumulate into the thread's register instead
             tgt = body.target.array
@@ -290,7 +295,7 @@ class _Lowerer:
         buffer's lower bounds at the block's prefix."""
         refs = {r: b for b in self.buffers_of(stmt.name) for r in b.refs if r[0] == stmt.name}
         order = access_order(stmt.body)
-        if len(order) != len(stmt.accesses):
+        if len(order) != sum(1 for a in stmt.accesses if not a.guard):
             raise PolymagicError(f"internal: access count mismatch in {stmt.name}")
         repl = {}
         local = {r: lb for _kind, lb in self.mapping.local_copies.values() for r in lb.refs
@@ -299,6 +304,8 @@ class _Lowerer:
             if (stmt.name, k) in local:
                 repl[k] = self.local_access(stmt, k, local[(stmt.name, k)], build, iters)
                 continue
+            if any(isinstance(x, Access) for i in acc.index for x in walk_expr(i)):
+                continue     # a gather (frontend/c/mayaccess.py): its subscripts as written
             buf = refs.get((stmt.name, k))
             if buf is not None:
                 self.used_buffers.setdefault(buf.name, buf)

@@ -168,27 +168,39 @@ def stmt_prefix(buf: BufferPlan, stmt) -> isl.PwMultiAff:
     return isl.PwMultiAff.from_map(m)
 
 
+def _post_order(e: Expr) -> list[Access]:
+    """Accesses of ``e``, an access after those in its own subscripts (a gather
+    ``x[perm[j]]``: ``perm[j]`` then ``x[..]``, as the front end records them)."""
+    if isinstance(e, Access):
+        return [x for i in e.index for x in _post_order(i)] + [e]
+    return [x for c in e.children() for x in _post_order(c)]
+
+
 def access_order(a: Assign) -> list[Access]:
-    """Accesses in the front end's order: target read (compound ops), value reads
-    left to right, target write."""
-    vals = [x for x in walk_expr(a.value) if isinstance(x, Access)]
-    return ([a.target] if a.op != "=" else []) + vals + [a.target]
+    """Accesses in the front end's order: the target's subscripts' reads, target read
+    (compound ops), value reads left to right, target write."""
+    idx = [x for i in a.target.index for x in _post_order(i)]
+    vals = _post_order(a.value)
+    return idx + ([a.target] if a.op != "=" else []) + vals + [a.target]
 
 
 def rewrite_accesses(a: Assign, repl: dict) -> Assign:
-    """Replace the k-th access (in :func:`access_order`) by ``repl[k](access)``."""
-    order = access_order(a)
-    n_val = len(order) - (2 if a.op != "=" else 1)
-    counter = iter(range(1 if a.op != "=" else 0, 1 + n_val if a.op != "=" else n_val))
+    """Replace the k-th access (in :func:`access_order`) by ``repl[k](access)``; an
+    access whose subscripts read arrays gets its subscripts rewritten first."""
+    counter = iter(range(len(access_order(a))))
 
     def f(e):
         if isinstance(e, Access):
+            inner = Access(e.array, tuple(map_expr(i, f) for i in e.index)) \
+                if any(isinstance(x, Access) for i in e.index for x in walk_expr(i)) else e
             k = next(counter)
-            return repl[k](e) if k in repl else e
+            return repl[k](inner) if k in repl else inner
         return None
+    t0 = Access(a.target.array, tuple(map_expr(i, f) for i in a.target.index))
+    r = next(counter) if a.op != "=" else None
     value = map_expr(a.value, f)
-    w = len(order) - 1
-    target = repl[w](a.target) if w in repl else a.target
-    if a.op != "=" and (0 in repl) != (w in repl):
+    w = next(counter)
+    target = repl[w](t0) if w in repl else t0
+    if r is not None and (r in repl) != (w in repl):
         raise PolymagicError("internal: read and write of one target in different buffers")
     return Assign(target, a.op, value)

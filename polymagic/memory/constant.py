@@ -101,7 +101,8 @@ class ConstantChooser:
                 continue
             for a in s.accesses:
                 arr = self.scop.arrays[a.array]
-                if a.array in self.written or not arr.shape or arr.kind != "param":
+                if a.array in self.written or not arr.shape or arr.kind != "param" or \
+                        a.array in self.scop.global_only:
                     continue
                 rel = isl.UnionMap.from_map(a.relation).intersect_domain(domain)
                 reads[a.array] = reads[a.array].union(rel) if a.array in reads else rel

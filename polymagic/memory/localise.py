@@ -331,6 +331,9 @@ def localise(scop: Scop, prefix: isl.UnionMap, array: str, window: int = 1,
     ``prefix`` (statement instances -> ``[outer..., t]``).  ``require_reuse``: raise
     :class:`LocaliseError` before counting when nothing is kept from one step to the
     next (G empty), the cheap answer the planner needs."""
+    if array in scop.global_only:
+        raise LocaliseError(f"{array} is read or written through a data-dependent subscript "
+                            "or condition (global memory only)")
     spaces = [d for d in data_spaces(scop, prefix, {array})
               if refs is None or (d.stmt, d.ref) in refs]
     if not spaces:

@@ -81,6 +81,11 @@ class KernelMemory:
                    for d in self.decisions)
 
 
+#: why an array with may-accesses (frontend/c/mayaccess.py) stays in global memory
+GLOBAL_ONLY = ("read or written through a data-dependent subscript or condition: global "
+               "memory only")
+
+
 def memory_note(kernel: str, array: str | None, text: str, kind: str = "decision") -> Note:
     """A buffer decision of the memory plan: ``kernel: array: text``."""
     return Note("memory", text, kernel=kernel, subject=array, kind=kind)
@@ -328,6 +333,9 @@ def array_buffers(scop: Scop, options: CompileOptions, array: str,
     chosen: list[BufferPlan] = []
     reasons: list[str] = []
     for part, box, ok, why in cands:
+        if array in scop.global_only:
+            reasons.append("not buffered (" + GLOBAL_ONLY + ")")
+            continue
         if not ok:
             reasons.append(f"not buffered ({why})")
             continue

@@ -135,6 +135,10 @@ def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
         if not scop.arrays[array].shape:
             lines.append(head("not in a register (a scalar shared by every thread)"))
             continue
+        if array in scop.global_only:
+            lines.append(head("not in a register (read or written through a data-dependent "
+                              "subscript or condition: global memory only)"))
+            continue
         if array in private and _private(per_point, n_host):
             stmts = sorted({s.name for s, _ in refs},
                            key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
@@ -626,7 +630,8 @@ def _to_register(c: kir.Compute, name: str, reg: Access) -> kir.Compute:
     """Statement ``c`` with every access to array ``name`` replaced by ``reg``."""
     f = (lambda e: reg if isinstance(e, Access) and e.array == name else None)
     target = reg if c.assign.target.array == name else map_expr(c.assign.target, f)
-    return kir.Compute(c.stmt, Assign(target, c.assign.op, map_expr(c.assign.value, f)))
+    return kir.Compute(c.stmt, Assign(target, c.assign.op, map_expr(c.assign.value, f)),
+                       atomic=c.atomic)
 
 
 def _s_is_register_copy(c: kir.Compute, decls: list[kir.RegisterDecl]) -> bool:
@@ -665,7 +670,7 @@ def eliminate_redundant_loads(body: list[kir.Stmt], ctypes: dict[str, str]
         for a in reads:
             seen[a] = seen.get(a, 0) + 1
         dups = [a for a, n in seen.items() if n > 1 and a.array in ctypes]
-        if not dups:
+        if not dups or c.atomic:
             return [c]
         loads: list[kir.Stmt] = []
         repl: dict[Access, Access] = {}

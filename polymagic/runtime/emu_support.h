@@ -134,13 +134,15 @@ typedef struct pm_thread {
   ucontext_t uc;
 } pm_thread;
 
-/* Shadow state of one element (32 bytes). */
+/* Shadow state of one element (44 bytes). */
 typedef struct pm_cell {
   uint32_t wb, wp;              /* last write: block serial, phase serial */
   uint32_t rb, rp;              /* last read */
   uint32_t rx;                  /* a reader block of this launch before the last reader's block */
   uint32_t rmp;                 /* phase serial with >= 2 reader threads */
+  uint32_t ab, ap;              /* last atomic update (atomicAdd/Max/Min): block, phase */
   uint16_t wt, rt, rxt, rmt;    /* threads of the above (rmt != rt) */
+  uint16_t at;                  /* thread of the last atomic update */
 } pm_cell;
 
 typedef struct pm_array_info {
@@ -320,7 +322,8 @@ static PM_UNUSED const char *pm_index_str(char *buf, size_t cap, int nd, const l
 /* ---- race detection (emulate) ---------------------------------------------------- */
 
 #if PM_CHECKS
-static const char *const pm_mode_word[3] = {"read", "write", "read-modify-write"};
+static const char *const pm_mode_word[4] = {"read", "write", "read-modify-write",
+                                            "atomic update"};
 
 static __attribute__((noreturn)) void pm_race(const char *space, const char *name, long long lin,
                                               int nd, const long long *idx, int mode,
@@ -339,11 +342,33 @@ static __attribute__((noreturn)) void pm_race(const char *space, const char *nam
           pm_G.launch_no, pm_S.phase_no);
 }
 
-/* Check and record an access to one cell.  mode 0 read, 1 write, 2 both. */
+/* Check and record an access to one cell.  mode 0 read, 1 write, 2 both, 3 atomic
+ * read-modify-write: atomic updates of one element by several threads are no race
+ * (the GPU serialises them), an atomic update and any other access in one barrier
+ * phase of a block, or in one launch by different blocks, are. */
 static inline void pm_shadow(pm_cell *c, uint32_t lf, int mode, const char *space,
                              const char *name, long long lin, int nd, const long long *idx) {
   const uint32_t B = pm_S.B, P = pm_S.P;
   const int t = pm_S.cur->lin;
+  if (mode == 3) {
+    if (c->wb >= lf) {
+      if (c->wb != B) pm_race(space, name, lin, nd, idx, mode, "write", c->wb, c->wt, 0);
+      if (c->wp == P && c->wt != t) pm_race(space, name, lin, nd, idx, mode, "write", B, c->wt, 1);
+    }
+    if (c->rb >= lf) {
+      if (c->rb != B) pm_race(space, name, lin, nd, idx, mode, "read", c->rb, c->rt, 0);
+      if (c->rp == P && c->rt != t) pm_race(space, name, lin, nd, idx, mode, "read", B, c->rt, 1);
+      if (c->rmp == P) pm_race(space, name, lin, nd, idx, mode, "read", B, c->rmt, 1);
+    }
+    if (c->rx >= lf) pm_race(space, name, lin, nd, idx, mode, "read", c->rx, c->rxt, 0);
+    c->ab = B; c->ap = P; c->at = (uint16_t)t;
+    return;
+  }
+  if (c->ab >= lf) {
+    if (c->ab != B) pm_race(space, name, lin, nd, idx, mode, "atomic update", c->ab, c->at, 0);
+    if (c->ap == P && c->at != t)
+      pm_race(space, name, lin, nd, idx, mode, "atomic update", B, c->at, 1);
+  }
   if (mode != 1) {                                        /* a read */
     if (c->wb >= lf) {
       if (c->wb != B) pm_race(space, name, lin, nd, idx, mode, "write", c->wb, c->wt, 0);
@@ -609,6 +634,9 @@ static PM_UNUSED long long pm_saccv(int sid, int mode, long long lin, int w, int
 #define PM_GLD(aid, site, lin, nd, ...) pm_gacc((aid), (site), 0, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #define PM_GST(aid, site, lin, nd, ...) pm_gacc((aid), (site), 1, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #define PM_GUP(aid, site, lin, nd, ...) pm_gacc((aid), (site), 2, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
+#define PM_GAT(aid, site, lin, nd, ...) pm_gacc((aid), (site), 3, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
+#define PM_OMP_ATOMIC
+#define PM_OMP_CRITICAL
 #define PM_SLD(sid, lin, nd, ...) pm_sacc((sid), 0, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #define PM_SST(sid, lin, nd, ...) pm_sacc((sid), 1, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
 #define PM_SUP(sid, lin, nd, ...) pm_sacc((sid), 2, (long long)(lin), (nd), (const long long[]){__VA_ARGS__})
@@ -620,6 +648,9 @@ static PM_UNUSED long long pm_saccv(int sid, int mode, long long lin, int w, int
 #define PM_GLD(aid, site, lin, nd, ...) (lin)
 #define PM_GST(aid, site, lin, nd, ...) (lin)
 #define PM_GUP(aid, site, lin, nd, ...) (lin)
+#define PM_GAT(aid, site, lin, nd, ...) (lin)
+#define PM_OMP_ATOMIC _Pragma("omp atomic")
+#define PM_OMP_CRITICAL _Pragma("omp critical(pm_atomic)")
 #define PM_SLD(sid, lin, nd, ...) (lin)
 #define PM_SST(sid, lin, nd, ...) (lin)
 #define PM_SUP(sid, lin, nd, ...) (lin)

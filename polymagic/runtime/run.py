@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from . import limits
+from .gathers import check_gathers, index_high
 from ..dtypes import DTYPES
 from ..errors import DeviceError, InputError
 from ..expr import Var, evaluate
@@ -143,7 +144,7 @@ def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
             args[p.name] = _usable(p.name, given[p.name], p.name in written, notes)
         else:
             args[p.name] = random_array(p.name, shapes[p.name], scop.arrays[p.name].dtype,
-                                        options.seed)
+                                        options.seed, index_high(scop, p.name, sizes))
             origin[p.name] = "random"
     return Inputs(args, user, origin, notes)
 
@@ -360,14 +361,17 @@ def _rng(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng([int(seed) % 2**64, zlib.crc32(name.encode())])
 
 
-def random_array(name: str, shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
-    """Seeded random values: floats uniform in [0.5, 1.5), ints in [0, 10)."""
+def random_array(name: str, shape: tuple[int, ...], dtype: str, seed: int,
+                 high: int | None = None) -> np.ndarray:
+    """Seeded random values: floats uniform in [0.5, 1.5), ints in [0, 10), or in
+    [0, ``high``) for an index array (:func:`.gathers.index_high`)."""
     rng = _rng(seed, name)
     dt = np.dtype(dtype)
     if dt.kind == "f":
         lo, hi = RANDOM_FLOAT
         return (rng.random(shape) * (hi - lo) + lo).astype(dt)
-    return rng.integers(*RANDOM_INT, size=shape, dtype=dt)
+    lo, hi = RANDOM_INT
+    return rng.integers(lo, hi if high is None else max(1, high), size=shape, dtype=dt)
 
 
 def _is_number(v) -> bool:
@@ -605,6 +609,7 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
             + ": compile again with --size " + ",".join(f"{k}={ints[k]}" for k in fixed))
     limits.check_work(scop, ints, target, check)
     sources = inputs.arrays()
+    check_gathers(scop, ints, sources)
     # results land in copies of the written arrays; the others are only read
     dev = {n: (np.array(a, copy=True) if n in written else a) for n, a in sources.items()}
     if check:     # first: a fault in the user's code is named before any target runs it

@@ -121,7 +121,8 @@ def reduction_operator(body: Assign) -> str | None:
 def accumulator_pairs(st: Statement) -> isl.Map | None:
     """``{ S[i] -> S[i'] : W(i) = W(i') }`` for a reduction statement (pairs that update
     the same accumulator element), None for any other statement."""
-    if reduction_operator(st.body) is None or len(st.writes) != 1:
+    if reduction_operator(st.body) is None or len(st.writes) != 1 or \
+            st.guard is not None or st.writes[0].may:   # may-writes: frontend/c/mayaccess
         return None
     w = st.writes[0].relation.intersect_domain(st.domain)
     return w.apply_range(w.reverse())

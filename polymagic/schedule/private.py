@@ -36,17 +36,20 @@ from ..isl_util import leading_coincident
 from ..scop import Scop
 
 
-def _reads_writes(scop: Scop, name: str) -> tuple[isl.UnionMap, isl.UnionMap]:
-    """The reads and the writes of array ``name`` by every statement, on their domains."""
+def _reads_writes(scop: Scop, name: str, may: bool = False
+                  ) -> tuple[isl.UnionMap, isl.UnionMap]:
+    """The reads and the (must-)writes of array ``name`` by every statement, on their
+    domains (a write under a data-dependent condition may not happen: it covers no
+    read); with ``may``, the reads and the may-writes."""
     reads = isl.UnionMap.empty(scop.context.get_space())
     writes = reads
     for s in scop.statements:
         for a in s.accesses:
             if a.array == name:
                 rel = isl.UnionMap.from_map(a.relation.intersect_domain(s.domain))
-                if a.is_write:
+                if a.is_write and a.may == may:
                     writes = writes.union(rel)
-                else:
+                elif not a.is_write:
                     reads = reads.union(rel)
     return reads, writes
 
@@ -58,7 +61,7 @@ def private_temps(scop: Scop) -> frozenset[str]:
     before = sched.lex_lt_union_map(sched)
     out = set()
     for name, arr in scop.arrays.items():
-        if arr.kind != "temp" or not arr.shape:
+        if arr.kind != "temp" or not arr.shape or name in scop.global_only:
             continue
         reads, writes = _reads_writes(scop, name)
         if writes.is_empty():
@@ -448,11 +451,14 @@ def register_private(scop: Scop, schedule: isl.Schedule, private: frozenset[str]
         if point is None:
             continue
         reads, writes = _reads_writes(scop, t)
+        may = _reads_writes(scop, t, may=True)[1]
         info = isl.UnionAccessInfo.from_sink(point.intersect_domain(reads.domain()))
         info = info.set_must_source(point.intersect_domain(writes.domain()))
+        if not may.is_empty():      # writes under data-dependent conditions
+            info = info.set_may_source(point.intersect_domain(may.domain()))
         info = info.set_schedule_map(full)
         flow = info.compute_flow().get_may_dependence()
-        same = writes.apply_range(reads.reverse())
+        same = writes.union(may).apply_range(reads.reverse())
         if flow.is_subset(same) and \
                 reads.domain().intersect_params(scop.context).is_subset(flow.range()):
             out.add(t)

@@ -2,7 +2,7 @@
 // options: --size N=8
 void f(int N, double A[N], double B[N]) {
   for (int i = 0; i < N; i++) {
-    int k = i + 1;
-    B[k] = A[i];
+    double k = A[i];
+    B[(int)k * (int)k] = A[i];
   }
 }

@@ -43,6 +43,7 @@ from .control import ControlFlow
 from .declarations import Declarations
 from .inline import split_kernel
 from .limits import check_limits
+from .mayaccess import MayAccesses
 from .pointers import Pointers
 from .source import _blank_comments, parse, preprocess
 from .statements import Statements
@@ -50,7 +51,7 @@ from .values import Values
 from .views import local_pointers
 
 
-class Builder(Declarations, Pointers, Statements, ControlFlow, Affine, Values):
+class Builder(Declarations, Pointers, Statements, ControlFlow, Affine, Values, MayAccesses):
     """Walks one function and accumulates the Scop's pieces (every rule is a
     method of one of the mixins; they share :class:`~.symbols.BuilderState`)."""
 

@@ -17,6 +17,7 @@ from ... import expr as E
 from ...errors import SourceError
 from .source import const_expr
 from .subset import CMP, INT_TYPES, call_args, call_name, type_name
+from .mayaccess import data_dependent
 from .symbols import BuilderState, NonAffine, Sym
 
 
@@ -42,8 +43,19 @@ class Affine(BuilderState):
             self.err(f"array '{base.name}' has {sym.rank} dimension(s) but is used with "
                      f"{len(subs)} subscript(s)", node)
         space = self.dom.get_space()
-        pas = [self.aff(s, space, "subscript") for s in subs]
+        ls = isl.LocalSpace.from_space(space)
+        try:
+            pas = [self.aff_rec(s, ls) for s in subs]
+        except NonAffine as e:
+            if not data_dependent(e):
+                pas = [self.aff(s, space, "subscript") for s in subs]   # raises
+            self.check_index_types(subs)                   # a gather: frontend/c/mayaccess
+            index = tuple(self.value(s) for s in subs)
+            rel = self.may_relation(space, base.name, node)
+            self.ref_may = True
+            return E.Access(base.name, index), rel
         index = tuple(self.value(s) for s in subs)
+        self.ref_may = False
         return E.Access(base.name, index), self.relation(pas, space, base.name)
 
     def relation(self, pas: list[isl.PwAff], space: isl.Space, array: str) -> isl.Map:

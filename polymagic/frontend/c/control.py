@@ -15,6 +15,7 @@ from pycparser import c_ast
 
 from ...errors import SourceError
 from .subset import CMP, FLIP, INT_TYPES, type_name
+from .mayaccess import data_dependent
 from .symbols import BuilderState, Modifies, Names, NonAffine, Sym
 
 
@@ -189,8 +190,9 @@ class ControlFlow(BuilderState):
             bad = e
         else:
             return self.if_branches(n, cond)
-        self.err(f"non-affine condition in if: {bad.reason} (data-dependent conditions "
-                 "are only allowed inside values, e.g. x = c ? a : b)", bad.node)
+        if data_dependent(bad):          # evaluated at run time: frontend/c/mayaccess
+            return self.guarded_if(n)
+        self.err(f"non-affine condition in if: {bad.reason}", bad.node)
 
     def if_branches(self, n: c_ast.If, cond: isl.Set) -> None:
         outer = self.dom

@@ -115,12 +115,24 @@ class Statements(BuilderState):
         """One Statement: domain, schedule position, body and accesses."""
         name = f"S{len(self.statements)}"
         self.acc = []
+        self.ref_may = False
         target, wrel = self.target(lhs)
+        gather = self.ref_may
         if op != "=":
-            self.acc.append(Access(target.array, wrel, False))
+            self.acc.append(Access(target.array, wrel, False, gather))
         value = self.value(rhs)
-        self.acc.append(Access(target.array, wrel, True))
-        accs = [Access(a.array, a.relation.set_tuple_name(isl.dim_type.in_, name), a.is_write)
+        guard = self.guard_of()          # frontend/c/mayaccess: may-writes, atomics
+        atomic = None
+        if gather:
+            fused = self.guarded_extremum(target, op, value, guard)
+            if fused is not None:        # if (v > h[b]) h[b] = v: h[b] = max(h[b], v)
+                value, atomic, guard = fused[0], fused[1], None
+            else:
+                atomic = self.atomic_op(target, op, value)
+        w_at = next((k for k, a in enumerate(self.acc) if a.guard), len(self.acc))
+        self.acc.insert(w_at, Access(target.array, wrel, True, gather or guard is not None))
+        accs = [Access(a.array, a.relation.set_tuple_name(isl.dim_type.in_, name), a.is_write,
+                       a.may, a.guard)
                 for a in self.acc]
         self.acc = None
         text = self.text((at or n).coord, decl)
@@ -128,7 +140,7 @@ class Statements(BuilderState):
             text = f"{self.lookup(lhs.name).ctype} {text}"
         self.statements.append(Statement(
             name, tuple(self.iters), self.dom.set_tuple_name(name), E.Assign(target, op, value),
-            accs, n.coord.line, text))
+            accs, n.coord.line, text, guard, atomic))
         self.sched.append(self.prefix + [self.pos[-1]])
         self.pos[-1] += 1
 

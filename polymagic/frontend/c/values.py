@@ -33,7 +33,7 @@ class Values(BuilderState):
         if isinstance(node, c_ast.ArrayRef):
             acc, rel = self.array_ref(node)
             if self.acc is not None:
-                self.acc.append(Access(acc.array, rel, False))
+                self.acc.append(Access(acc.array, rel, False, self.ref_may))
             return acc
         if isinstance(node, c_ast.BinaryOp) and node.op in VALUE_BINOPS:
             return E.Binary(node.op, self.value(node.left), self.value(node.right))
