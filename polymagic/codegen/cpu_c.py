@@ -78,7 +78,7 @@ PRELUDE = """\
 #define min(a, b) pm_min(a, b)
 #define max(a, b) pm_max(a, b)
 
-/* the threads a parallel loop runs on (1 without OpenMP) */
+/* the threads a parallel loop runs on (0: compiled without OpenMP, one core) */
 int pm_cpu_threads(void) {
 #ifdef _OPENMP
   return omp_get_max_threads();
@@ -119,13 +119,13 @@ def _ast(scop: Scop, tree: isl.Schedule) -> str:
     return build.node_from_schedule(tree).to_C_str()
 
 
-_MARK = re.compile(r"^(\s*)// (" + PARALLEL_MARK + "|" + SIMD_MARK + r")\s*$")
+_MARK = re.compile(r"^(\s*)// (" + PARALLEL_MARK + "|" + SIMD_MARK + r")_(\d+)\s*$")
 
 
 def _pragmas(code: str) -> str:
-    """isl prints a mark as a ``// name`` line before its subtree: a marked ``for``
-    loop gets its pragma; a mark whose loop isl printed as a single iteration (no
-    ``for``) is dropped."""
+    """isl prints a mark as a ``// name`` line before its subtree: the marked loop
+    (``for (int c<depth> = ...``, the depth in the mark's name) gets its pragma; a
+    mark whose loop isl printed as a single iteration (no such ``for``) is dropped."""
     lines = code.splitlines()
     out = []
     for k, line in enumerate(lines):
@@ -134,7 +134,7 @@ def _pragmas(code: str) -> str:
             out.append(line)
             continue
         nxt = next((l.strip() for l in lines[k + 1:] if l.strip()), "")
-        if nxt.startswith("for ("):
+        if nxt.startswith(f"for (int c{m.group(3)} = "):
             pragma = "parallel for" if m.group(2) == PARALLEL_MARK else "simd"
             out.append(f"{m.group(1)}#pragma omp {pragma}")
     return "\n".join(out) + "\n"

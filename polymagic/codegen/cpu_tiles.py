@@ -20,7 +20,7 @@ keep the innermost point loop unit-stride and vectorisable):
   transformed tree against the dependences themselves (:func:`carries_nothing`),
   not read off isl's coincidence flags, so a reordering can never make a pragma
   wrong.  Marks (``pm_omp_parallel``, ``pm_omp_simd``) carry the decision to the
-  printer (:mod:`.cpu_c`).
+  printer (:mod:`.cpu_c`), with the depth of the marked loop.
 
 Bands that are neither permutable with two members nor parallel (a time loop, a
 wavefront) stay as they are and the bands below them are treated the same way:
@@ -227,6 +227,14 @@ def carries_nothing(node: isl.ScheduleNode, validity: isl.UnionMap) -> bool:
     return ok[0]
 
 
+def _mark(band: isl.ScheduleNode, kind: str) -> isl.Id:
+    """The mark above one-member ``band``: its kind and its schedule depth, which is
+    the number in the name of the loop isl prints for it (``c<depth>``; a band whose
+    loop runs once is printed without a loop, and the mark must not move to the
+    next loop down)."""
+    return isl.Id(f"{kind}_{band.get_schedule_depth()}", context=band.get_ctx())
+
+
 def _mark_parallel(node: isl.ScheduleNode, n: int, validity: isl.UnionMap
                    ) -> tuple[isl.ScheduleNode, int | None]:
     """Split the first ``n`` members of band ``node`` one by one down to the first
@@ -237,7 +245,7 @@ def _mark_parallel(node: isl.ScheduleNode, n: int, validity: isl.UnionMap
         if cur.band_n_member() > 1:
             cur = cur.band_split(1)
         if carries_nothing(cur, validity):
-            return cur.insert_mark(isl.Id(PARALLEL_MARK, context=cur.get_ctx())), d
+            return cur.insert_mark(_mark(cur, PARALLEL_MARK)), d
         if d < n - 1:
             cur = cur.child(0)
     return cur, None
@@ -366,7 +374,7 @@ class _Tiler:
             cand = innermost.band_split(k - 1).child(0) if k > 1 else innermost
             is_parallel_loop = (cand.get_parent_type() == isl.schedule_node_type.mark)
             if not is_parallel_loop and carries_nothing(cand, self.validity):
-                node = cand.insert_mark(isl.Id(SIMD_MARK, context=node.get_ctx()))
+                node = cand.insert_mark(_mark(cand, SIMD_MARK))
                 simd = point_names[-1]
             else:
                 node = cand

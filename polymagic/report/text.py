@@ -22,14 +22,15 @@ from .views import views
 def header_lines(report: RunReport, compiled: Compiled) -> list[str]:
     """Summary, verdict, times, sizes, target: the report without extra views."""
     name = compiled.scop.name
-    summary = compiled.summary
+    summary = compiled.cpu.summary() if report.target == "openmp" and compiled.cpu \
+        else compiled.summary
     lines = [f"{name}: {summary}" if name else summary]
     lines.append(fmt.check_line(report))
     if not report.ok:
         lines.extend(f"  {name}: {fmt.fields(info)}" for name, info in (report.per_array or {}).items())
     rows = fmt.times(report, compiled.compile_s)
     lines.append("times: " + " | ".join(f"{k} {v}" for k, v in rows))
-    if report.target == "gpu" and fmt.speedup(report):
+    if report.target in ("gpu", "openmp") and fmt.speedup(report):
         lines.append(f"speedup: CPU reference / device kernels = {fmt.speedup(report)}")
     if report.sizes:
         lines.append(f"sizes: {fmt.sizes(report.sizes)}")
