@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from ..deps import Dependences
-from ..expr import CPrinter, Expr, Var, map_expr
+from ..expr import CPrinter, Expr
 from ..isl_util import OperationBudget
 from ..notes import Note
 from ..schedule import ScheduleResult

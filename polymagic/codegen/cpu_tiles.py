@@ -227,6 +227,12 @@ def carries_nothing(node: isl.ScheduleNode, validity: isl.UnionMap) -> bool:
     return ok[0]
 
 
+def _skewed(band: isl.ScheduleNode) -> bool:
+    """Whether a member of ``band`` combines two or more iterators of a statement."""
+    n = band.band_n_member()
+    return any(len(c) > 1 for mem in _member_iterators(band, n).values() for c in mem)
+
+
 def _mark(band: isl.ScheduleNode, kind: str) -> isl.Id:
     """The mark above one-member ``band``: its kind and its schedule depth, which is
     the number in the name of the loop isl prints for it (``c<depth>``; a band whose
@@ -312,14 +318,22 @@ class _Tiler:
         self.cache = cache
         self.accesses = _statement_accesses(scop)
         self.plans: list[BandPlan] = []
+        #: sequential skewed loops (wavefronts of points, seidel-2d's 4t + 2i + j)
+        #: around the band being visited: their fronts are too small to be worth a
+        #: parallel loop each (one barrier per front), so none is marked
+        self.fronts = 0
 
     def visit(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
+        front = False
         if node.get_type() == isl.schedule_node_type.band:
             handled = self.band(node)
             if handled is not None:
                 return handled
+            front = _skewed(node)
+        self.fronts += front
         for i in range(node.n_children()):
             node = self.visit(node.child(i)).parent()
+        self.fronts -= front
         return node
 
     def _parallel_members(self, node: isl.ScheduleNode, n: int) -> list[int]:
@@ -362,7 +376,7 @@ class _Tiler:
             node = point.parent()
         else:
             point_names = list(names)
-        node, d = _mark_parallel(node, n, self.validity)
+        node, d = _mark_parallel(node, n if not self.fronts else 0, self.validity)
         parallel = names[d] if d is not None else None
         node = self._up(node, depth)
         # the innermost point loop: simd when it carries nothing (and is not the
