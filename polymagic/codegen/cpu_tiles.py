@@ -298,6 +298,21 @@ def _unit_stride_score(d: int, accesses: dict[str, list[_Access]],
     return score
 
 
+def _reuse(accesses: dict[str, list[_Access]], members: dict[str, list[dict[int, int]]]
+           ) -> bool:
+    """Whether some access stays put along some member of the band (its data is
+    reused across that member's iterations: what a tile keeps in cache)."""
+    for stmt, mem in members.items():
+        for coefs in mem:
+            it = _main_iterator(coefs)
+            if it is None:
+                continue
+            if any(all(it not in sub for sub in acc.subscripts)
+                   for acc in accesses.get(stmt, ())):
+                return True
+    return False
+
+
 def _names(members: dict[str, list[dict[int, int]]], scop: Scop, n: int) -> list[str]:
     names = []
     for d in range(n):
@@ -354,7 +369,15 @@ class _Tiler:
             inner = n - 1
         tiles: tuple[int, ...] = ()
         ws = 0
-        if permutable and n >= 2:
+        if permutable and n >= 2 and not _reuse(self.accesses, members):
+            # no tile: every access moves with every member (a stencil sweep), so a
+            # tile would only cut the unit-stride rows short; the order alone
+            order = [d for d in coincident if d != inner] + \
+                [d for d in range(n) if d not in coincident and d != inner] + [inner]
+            node = _permute(node, order)
+            names = [names[d] for d in order]
+            point_names = list(names)
+        elif permutable and n >= 2:
             # tile loops: the band's order, coincident members first
             order = coincident + [d for d in range(n) if d not in coincident]
             node = _permute(node, order)
