@@ -93,7 +93,8 @@ class OpenmpModule:
         return dt
 
     def describe_threads(self) -> str:
-        return (f"{self.threads} OpenMP thread(s)" if self.threads else
+        return (f"up to {self.threads} OpenMP thread(s) (fewer while other processes "
+                "keep the cores busy: OpenMP's dynamic adjustment)" if self.threads else
                 "compiled without OpenMP (the compiler rejected -fopenmp): one core")
 
 
