@@ -21,7 +21,7 @@ from .errors import OptionsError
 
 TARGETS = ("auto", "gpu", "emulator", "openmp")
 MAPPINGS = ("superposition", "single")
-SHOW = ("deps", "schedule", "cuda", "kir", "host", "emulator", "scop", "stages", "notes")
+SHOW = ("deps", "schedule", "cuda", "kir", "host", "emulator", "scop", "stages", "notes", "c")
 
 
 class SizeMap(Mapping[str, "int | float"]):
@@ -199,6 +199,11 @@ class CompileOptions(_Frozen):
     # with (never by a user): (the host wavefront loop's text, whether its footprint
     # goes to shared memory)
     time_block: tuple[str, bool] | None = None
+    # the CPU target (issue 21): print tiled OpenMP C from the schedule
+    # (polymagic.codegen.cpu_c); --target openmp and --show c set it
+    cpu_code: bool = False
+    cpu_l1: int = 32 * 1024                       # the CPU tile model's cache sizes (bytes)
+    cpu_l2: int = 512 * 1024
 
     @property
     def schedule(self) -> ScheduleOptions:
@@ -558,7 +563,8 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
                    autotune_candidates=ns.autotune_candidates,
                    autotune_budget=ns.autotune_budget,
                    block=block, mapping=ns.mapping, reductions=ns.reductions, check=ns.check, show=tuple(show), json=ns.json,
-                   emu_order=ns.emu_order, quiet=ns.quiet)
+                   emu_order=ns.emu_order, quiet=ns.quiet,
+                   cpu_code=ns.target == "openmp" or "c" in show)
 
 
 def per_thread_tile(levels: tuple[tuple[int, ...], ...],

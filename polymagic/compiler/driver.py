@@ -28,6 +28,7 @@ from typing import Callable, Mapping, TypeVar
 import islpy as isl
 
 from .. import kir
+from ..codegen.cpu_c import CacheModel, CpuCode, print_cpu
 from ..codegen.cuda import print_cuda
 from ..codegen.host import print_host_python
 from ..deps import Dependences, compute_dependences
@@ -86,6 +87,9 @@ class Compiled:
     #: how a host wavefront (an in-place recurrence) is run, by the cost model of
     #: :mod:`.recurrence`; None when the schedule has none or an option decided
     recurrence: RecurrenceChoice | None = None
+    #: the CPU target's tiled OpenMP C (issue 21), printed from ``schedule`` when
+    #: :attr:`CompileOptions.cpu_code` asks for it; None otherwise
+    cpu: CpuCode | None = None
 
     @property
     def note_lines(self) -> tuple[str, ...]:
@@ -113,6 +117,8 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
     hit = _cached_compile(source, language, options)
     if hit is not None:
         return hit
+    if options.cpu_code:
+        return _with_cpu(source, language, options)
     t0 = time.perf_counter()
     log = _StageLogger()
     scop = log.run("parse", "parsing", lambda: parse(source, language),
@@ -145,6 +151,22 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
                             + lowered.notes)), language=language,
                         stages=log.stages(), chosen_tile=lowered.chosen_tile,
                         recurrence=recurrence)
+    _remember(source, language, options, compiled)
+    return compiled
+
+
+def _with_cpu(source: str, language: str, options: CompileOptions) -> Compiled:
+    """The compile without the CPU code (cached), plus the CPU printer's stage: tiled
+    OpenMP C from the same schedule tree (issue 21; it reads no GPU mapping)."""
+    base = compile_source(source, replace(options, cpu_code=False), language)
+    log = _StageLogger()
+    cpu = log.run("cpu", "CPU code generation",
+                  lambda: print_cpu(base.scop, base.deps, base.schedule,
+                                    CacheModel(options.cpu_l1, options.cpu_l2),
+                                    options.time_tiling_operations),
+                  lambda c: c.summary())
+    compiled = replace(base, cpu=cpu, options=options, stages=base.stages + log.stages(),
+                       notes=base.notes + cpu.notes)
     _remember(source, language, options, compiled)
     return compiled
 

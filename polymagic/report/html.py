@@ -37,7 +37,7 @@ def _check_detail(report) -> str:
 
 def _times_table(report, compile_s) -> str:
     rows = fmt.times(report, compile_s)
-    if report.target == "gpu" and fmt.speedup(report):
+    if report.target in ("gpu", "openmp") and fmt.speedup(report):
         rows.append(("CPU / device", fmt.speedup(report)))
     cells = "".join(
         f'<tr><td style="text-align:left;padding:1px 12px 1px 0;color:{_MUTED}">{escape(k)}</td>'

@@ -62,9 +62,16 @@ def check_text(report: RunReport) -> str:
 def times_text(report: RunReport, compiled: Compiled) -> str:
     """The timing line (on the GPU with the CPU/GPU ratio)."""
     text = "times: " + " | ".join(f"{k} {v}" for k, v in fmt.times(report, compiled.compile_s))
-    if report.target == "gpu" and fmt.speedup(report):
-        text += f" | CPU reference / GPU kernels {fmt.speedup(report)}"
+    if report.target in ("gpu", "openmp") and fmt.speedup(report):
+        text += f" | CPU reference / {report.target} {fmt.speedup(report)}"
     return text
+
+
+def cpu_summary(compiled: Compiled) -> str:
+    """The CPU target's loops in one line (issue 21), named like the GPU summary."""
+    name = compiled.scop.name
+    summary = compiled.cpu.summary()
+    return f"{name}: {summary}" if name else summary
 
 
 def notes_hint(notes: list[Note], shown: int) -> str | None:
@@ -78,8 +85,9 @@ def notes_hint(notes: list[Note], shown: int) -> str | None:
 def header_lines(report: RunReport, compiled: Compiled) -> list[str]:
     """The default report (at most ten lines): summary, where it ran, the check, the
     times, memory, the notes to act on and where the others are."""
-    lines = [summary_words(compiled), ran_on(report), check_text(report),
-             times_text(report, compiled)]
+    lines = [cpu_summary(compiled) if report.target == "openmp" and compiled.cpu
+             else summary_words(compiled),
+             ran_on(report), check_text(report), times_text(report, compiled)]
     mem = fmt.memory_line(report, element_bytes(compiled))
     if mem:
         lines.append(mem)

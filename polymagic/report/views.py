@@ -1,5 +1,5 @@
 """The extra views that ``--show`` asks for (cuda, deps, schedule, kir, host,
-emulator, scop, stages, notes), as plain text with a language tag for syntax highlighting.
+emulator, scop, stages, notes, c), as plain text with a language tag for syntax highlighting.
 
 Each view is computed lazily from a ``Compiled`` bundle; a view that fails (a stage
 that lacks a printer yet) becomes a one-line note instead of breaking the report.
@@ -67,6 +67,14 @@ def _scop(compiled) -> str:
     return "\n".join(lines)
 
 
+def _cpu_c(compiled: Compiled) -> str:
+    """The CPU target's OpenMP C (issue 21), its bands' decisions first."""
+    from ..runtime.run import with_cpu_code
+    cpu = with_cpu_code(compiled).cpu
+    head = "".join(f"/* {line} */\n" for line in cpu.describe().splitlines())
+    return head + cpu.source
+
+
 def _stages(compiled: Compiled) -> str:
     """Each compiler stage's time and result, in the order they ran."""
     return "\n".join(s.line() for s in compiled.stages)
@@ -82,6 +90,7 @@ _VIEWS: dict[str, tuple[str, str, Callable]] = {
     "scop": ("Polyhedral model (SCoP)", "text", _scop),
     "stages": ("Compiler stages", "text", _stages),
     "notes": ("Why: every note, by kernel and stage", "text", None),
+    "c": ("OpenMP C (CPU target)", "c", _cpu_c),
 }
 
 

@@ -546,12 +546,42 @@ def run_device(compiled, target: str, options: Options, arrays: dict[str, np.nda
         r = mod.run(arrays, ints, scalars, sources=sources, device_mem=options.device_mem)
         return DeviceRun(r.kernel_s, r.h2d_s, r.d2h_s, r.launches, {}, f"on {r.device_name}",
                          r.transfers)
+    if target == "openmp":
+        return run_cpu(compiled, arrays, ints, scalars, sources)
     from .emulator import run_transferred
     mode = "emulate" if target == "emulator" else "openmp"
     r, st = run_transferred(compiled.program, compiled.scop, mode, sources, arrays, ints,
                             scalars, options.seed, options.emu_order,
                             device_mem=options.device_mem, cache=_MODULES)
     return DeviceRun(r.seconds, 0.0, 0.0, r.launches, emulator_counters(r), transfers=st)
+
+
+def with_cpu_code(compiled):
+    """``compiled`` with the CPU target's code (compiled again with
+    :attr:`CompileOptions.cpu_code`, cached, when it was compiled without)."""
+    if compiled.cpu is not None:
+        return compiled
+    from ..compiler.driver import compile_source
+    return compile_source(compiled.scop.source, compiled.options.with_(cpu_code=True),
+                          language=compiled.language)
+
+
+def run_cpu(compiled, arrays: dict[str, np.ndarray], ints: Mapping[str, int],
+            scalars: Mapping[str, float], sources: Mapping[str, np.ndarray]) -> DeviceRun:
+    """The CPU target (issue 21): the tiled OpenMP C, in place on C-contiguous copies
+    of ``sources``; the written arrays' results land in ``arrays``."""
+    from .openmp import module
+    compiled = with_cpu_code(compiled)
+    mod = module(compiled.scop, compiled.cpu)
+    written = set(compiled.scop.written_arrays())
+    bufs = {n: (np.array(a, order="C", copy=True) if n in written else
+                np.ascontiguousarray(a)) for n, a in sources.items()}
+    seconds = mod.run({**bufs, **ints, **scalars})
+    for n in written:
+        if n in arrays:
+            arrays[n][...] = bufs[n]
+    return DeviceRun(seconds, 0.0, 0.0, 1, {}, f"{compiled.cpu.summary()}; "
+                     f"{mod.describe_threads()}, -O3 -march=native")
 
 
 def emulator_counters(r: EmuResult) -> dict:
