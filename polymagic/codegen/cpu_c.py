@@ -39,7 +39,7 @@ from ..expr import CPrinter, Expr
 from ..isl_util import OperationBudget
 from ..notes import Note
 from ..schedule import ScheduleResult
-from ..scop import Scop
+from ..scop import Scop, Statement
 from .c_like import FUNC_NAMES, PRELUDE_MACROS
 from .cpu_tiles import PARALLEL_MARK, SIMD_MARK, BandPlan, CacheModel, tile_for_cpu
 
@@ -174,10 +174,24 @@ def _macros(scop: Scop) -> str:
     for s in scop.statements:
         params = [f"pm_i{k}" for k in range(len(s.iterators))]
         p = _printer(scop, {it: f"({q})" for it, q in zip(s.iterators, params)})
-        a = s.body
-        out.append(f"#define {s.name}({', '.join(params)}) "
-                   f"{p(a.target)} {a.op} {p(a.value)}")
+        out.append(f"#define {s.name}({', '.join(params)}) {_body(s, p)}")
     return "\n".join(out) + "\n"
+
+
+def _body(s: Statement, p: CPrinter) -> str:
+    """A statement's C: under its data-dependent condition (``if (A[i][j] > 0)``),
+    an atomic update as ``omp atomic`` (``+``) or one critical section (max, min),
+    as the emulator's OpenMP form prints them (issue 19 items 5-6)."""
+    a = s.body
+    if s.atomic == "+":
+        text = f'_Pragma("omp atomic") {p(a.target)} {a.op} {p(a.value)};'
+    elif s.atomic:
+        text = f'_Pragma("omp critical(pm_atomic)") {{ {p(a.target)} {a.op} {p(a.value)}; }}'
+    else:
+        text = f"{p(a.target)} {a.op} {p(a.value)};"
+    if s.guard is not None:
+        text = f"if ({p(s.guard)}) {{ {text} }}"
+    return f"do {{ {text} }} while (0)"
 
 
 def _shape(scop: Scop, shape: tuple[Expr, ...]) -> list[str]:

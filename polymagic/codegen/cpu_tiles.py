@@ -332,6 +332,8 @@ class _Tiler:
         self.validity = validity
         self.cache = cache
         self.accesses = _statement_accesses(scop)
+        #: statements whose updates are atomic (no ``omp simd`` around them)
+        self.atomic = {st.name for st in scop.statements if st.atomic}
         self.plans: list[BandPlan] = []
         #: sequential skewed loops (wavefronts of points, seidel-2d's 4t + 2i + j)
         #: around the band being visited: their fronts are too small to be worth a
@@ -410,7 +412,8 @@ class _Tiler:
             k = innermost.band_n_member()
             cand = innermost.band_split(k - 1).child(0) if k > 1 else innermost
             is_parallel_loop = (cand.get_parent_type() == isl.schedule_node_type.mark)
-            if not is_parallel_loop and carries_nothing(cand, self.validity):
+            atomic = bool(self.atomic & set(members))
+            if not is_parallel_loop and not atomic and carries_nothing(cand, self.validity):
                 node = cand.insert_mark(_mark(cand, SIMD_MARK))
                 simd = point_names[-1]
             else:
