@@ -74,11 +74,13 @@ def times(report: RunReport, compile_s: float | None) -> list[tuple[str, str]]:
     the GPU, the only target that has them)."""
     launches = report.launches
     kern = f"{seconds(report.device_s)} ({launches} launch{'es' if launches != 1 else ''})"
+    if report.target == "openmp":
+        kern = f"{seconds(report.device_s)}"
+    where = {"gpu": "kernels on the GPU", "openmp": "OpenMP C"}
     rows = [
         ("compile", seconds(compile_s)),
         ("CPU reference", seconds(report.cpu_s)),
-        (f"kernels on the {report.target}" if report.target != "gpu" else "kernels on the GPU",
-         kern),
+        (where.get(report.target, f"kernels on the {report.target}"), kern),
     ]
     if report.target == "gpu":
         rows += [("H2D copies", seconds(report.h2d_s)), ("D2H copies", seconds(report.d2h_s))]

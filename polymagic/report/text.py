@@ -63,7 +63,7 @@ def times_text(report: RunReport, compiled: Compiled) -> str:
     """The timing line (on the GPU with the CPU/GPU ratio)."""
     text = "times: " + " | ".join(f"{k} {v}" for k, v in fmt.times(report, compiled.compile_s))
     if report.target in ("gpu", "openmp") and fmt.speedup(report):
-        text += f" | CPU reference / {report.target} {fmt.speedup(report)}"
+        text += f" | speed-up {fmt.speedup(report)}"
     return text
 
 
