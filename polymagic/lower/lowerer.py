@@ -26,9 +26,10 @@ from ..memory.registers import eliminate_redundant_loads
 from ..scop import Scop
 from .kernel_passes import (accessed_arrays, copy_split_values, mark_unroll, plan_summary,
                             promote_plan_registers)
+from .full_tile_pieces import full_condition, full_tile_schedule, merge_pieces
 from .per_kernel import (GROUP_PREFIX, boxed_launches, drop_fixed_host_loops, group_and_cut,
                          host_depends_on_ids, kernel_marks, kernel_schedule,
-                         mentions_mapped_ids)
+                         mentions_mapped_ids, rename_vars)
 from .reductions import TreeBuffer, share_partner_loads, tree_reduction
 from .subscripts import (CHUNK_DIM, access_affs, access_order, build_index, chunk_cond,
                          copy_local_index, drop_domain, guard_expr, iterator_map, prefix_expr,
@@ -370,7 +371,28 @@ class _Lowerer:
     def launch(self, name: str, body_node: isl.AstNode) -> kir.Launch:
         plan = self.mapping.plans[name]
         self.block_dims = plan.block
-        return self.make_kernel(name, plan, self.block(body_node, True))
+        body = self.block(body_node, True)
+        if plan.full_instances is not None:
+            body = self.with_full_tiles(name, plan, body, self.host_vars)
+        return self.make_kernel(name, plan, body)
+
+    def with_full_tiles(self, name: str, plan: KernelPlan, generic: list[kir.Stmt],
+                        host: list[str]) -> list[kir.Stmt]:
+        """The kernel body ``generic`` preceded by its full tiles' piece, generated on
+        its own (:mod:`.full_tile_pieces`); ``host``: the names the launch's host
+        loop values go by in the body (the host loop iterators, or ``pm_h<k>``)."""
+        tree, depth = full_tile_schedule(self.mapping.schedule, name, plan)
+        if len(host) != depth:
+            return generic
+        full = drop_fixed_host_loops(self.block(_generate(self.build, tree, self)[1], True))
+        cond = ast_expr_to_expr(self.build.expr_from_set(
+            full_condition(self.mapping.schedule, tree, name)))
+        names = {f"{HOST_PARAM}{k}": Var(v) for k, v in enumerate(host)
+                 if v != f"{HOST_PARAM}{k}"}
+        if names:
+            full = rename_vars(full, names)
+            cond = substitute(cond, names)
+        return merge_pieces(full, generic, cond)
 
     def launch_site(self, name: str, call_node: isl.AstNode) -> list[kir.Stmt]:
         """Per-kernel mode: the host binds the launch's host loop values (the
@@ -395,6 +417,9 @@ class _Lowerer:
         assert n == depth, (n, depth)
         ast = _generate(self.build, schedule, self)[1]
         body = drop_fixed_host_loops(self.block(ast, True))
+        if plan.full_instances is not None:
+            body = self.with_full_tiles(name, plan, body,
+                                        [f"{HOST_PARAM}{k}" for k in range(depth)])
         outer, self.host_vars = self.host_vars, [f"{HOST_PARAM}{k}" for k in range(depth)]
         try:
             return self.make_kernel(name, plan, body)
@@ -522,7 +547,9 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
     if settings.per_kernel or any(p.launch_domain is not None for p in mapping.plans.values()):
         low, ast = _generate_per_kernel(build, scop, mapping, settings)
     else:
-        low, ast = _generate(build, mapping.schedule, _Lowerer(scop, mapping, settings))
+        low = _Lowerer(scop, mapping, settings)
+        low.build = build
+        low, ast = _generate(build, mapping.schedule, low)
         if host_depends_on_ids(ast, list(kernel_marks(mapping.schedule))):
             low, ast = _generate_per_kernel(build, scop, mapping, settings)
     host = low.block(ast, False)
