@@ -27,6 +27,7 @@ import islpy as isl
 
 from .. import kir
 from ..expr import Expr
+from ..mapping import HOST_PARAM
 from .per_kernel import kernel_marks, kernel_schedule
 
 
@@ -38,6 +39,23 @@ def full_tile_schedule(schedule: isl.Schedule, mark: str, plan) -> tuple[isl.Sch
     root = tree.get_root().child(0)           # the launch's filter
     return root.insert_filter(plan.full_instances.align_params(
         root.get_universe_domain().get_space())).get_schedule(), depth
+
+
+def launch_values(schedule: isl.Schedule, mark: str) -> isl.Set | None:
+    """The host loop values ``pm_h<k>`` kernel ``mark`` is launched at, as a set of
+    parameters (the host runs it there only: the full piece's build may assume them);
+    None without host loops."""
+    node = kernel_marks(schedule)[mark]
+    depth = node.get_schedule_depth()
+    if not depth:
+        return None
+    values = node.get_prefix_schedule_union_map().intersect_domain(node.get_domain()).range()
+    values = isl.Set.from_union_set(values)
+    npar = values.dim(isl.dim_type.param)
+    values = values.move_dims(isl.dim_type.param, npar, isl.dim_type.set, 0, depth)
+    for k in range(depth):
+        values = values.set_dim_id(isl.dim_type.param, npar + k, isl.Id(f"{HOST_PARAM}{k}"))
+    return values.params()
 
 
 def full_condition(schedule: isl.Schedule, full: isl.Schedule, mark: str) -> isl.Set:

@@ -26,7 +26,7 @@ from ..memory.registers import eliminate_redundant_loads
 from ..scop import Scop
 from .kernel_passes import (accessed_arrays, copy_split_values, mark_unroll, plan_summary,
                             promote_plan_registers)
-from .full_tile_pieces import full_condition, full_tile_schedule, merge_pieces
+from .full_tile_pieces import full_condition, full_tile_schedule, launch_values, merge_pieces
 from .per_kernel import (GROUP_PREFIX, boxed_launches, drop_fixed_host_loops, group_and_cut,
                          host_depends_on_ids, kernel_marks, kernel_schedule,
                          mentions_mapped_ids, rename_vars)
@@ -72,6 +72,7 @@ class _Lowerer:
         # and the kernel made for each mark (a mark isl repeats reuses it)
         self.per_kernel = False
         self.build: isl.AstBuild | None = None
+        self.context: isl.Set | None = None      # the build's context
         self.made: dict[str, kir.Launch] = {}
         self.n_tree_sync = 0
         # memoised isl work: printed subscripts by (AST point, access, buffer), and a
@@ -384,8 +385,12 @@ class _Lowerer:
         tree, depth = full_tile_schedule(self.mapping.schedule, name, plan)
         if len(host) != depth:
             return generic
-        full = drop_fixed_host_loops(self.block(_generate(self.build, tree, self)[1], True))
-        cond = ast_expr_to_expr(self.build.expr_from_set(
+        # the host runs the launch only for its host loop values: isl need not check them
+        known = launch_values(self.mapping.schedule, name)
+        build = self.build if known is None else _base_build(
+            self.context.align_params(known.get_space()).intersect_params(known))
+        full = drop_fixed_host_loops(self.block(_generate(build, tree, self)[1], True))
+        cond = ast_expr_to_expr(build.expr_from_set(
             full_condition(self.mapping.schedule, tree, name)))
         names = {f"{HOST_PARAM}{k}": Var(v) for k, v in enumerate(host)
                  if v != f"{HOST_PARAM}{k}"}
@@ -528,7 +533,6 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
     the whole tree at once, or kernel by kernel (:mod:`.per_kernel`) when the plans
     ask for it (time tiles' launch sets), ``settings.per_kernel`` does, or the host
     part of the one-tree AST depends on block/thread ids."""
-    ctx = scop.context.get_ctx()
     split = copy_split_params([b for _d, b in mapping.copies.values()],
                               [p.block for p in mapping.plans.values()])
     ids_ctx = isl.Set(f"[{', '.join(_MAPPED_IDS + list(split))}] -> {{ : "
@@ -537,13 +541,8 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
                       + "".join(f" and 0 <= {v} < {n}" for v, n in split.items())
                       + " }")
     space = mapping.schedule.get_domain().get_space()
-    build = isl.AstBuild.from_context(
-        scop.context.align_params(space).intersect_params(ids_ctx.align_params(space)))
-    depth = 64
-    ids = isl.IdList.alloc(ctx, depth)
-    for i in range(depth):
-        ids = ids.add(isl.Id(f"pm_c{i}"))
-    build = build.set_iterators(ids)
+    context = scop.context.align_params(space).intersect_params(ids_ctx.align_params(space))
+    build = _base_build(context)
     if settings.per_kernel or any(p.launch_domain is not None for p in mapping.plans.values()):
         low, ast = _generate_per_kernel(build, scop, mapping, settings)
     else:
@@ -552,6 +551,7 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
         low, ast = _generate(build, mapping.schedule, low)
         if host_depends_on_ids(ast, list(kernel_marks(mapping.schedule))):
             low, ast = _generate_per_kernel(build, scop, mapping, settings)
+    low.context = context              # (kernels are lowered while the host AST is)
     host = low.block(ast, False)
     # a temp no kernel reaches in global memory (a private local scalar kept in
     # registers, memory.registers) is neither allocated nor passed
@@ -563,6 +563,14 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
                        constants=dict(mapping.constants),
                        specialised={k: v for p in mapping.plans.values()
                                     for k, v in getattr(p, "specialised", {}).items()})
+
+
+def _base_build(context: isl.Set) -> isl.AstBuild:
+    """An AST build over ``context`` whose loop iterators are ``pm_c<depth>``."""
+    ids = isl.IdList.alloc(context.get_ctx(), 64)
+    for i in range(64):
+        ids = ids.add(isl.Id(f"pm_c{i}"))
+    return isl.AstBuild.from_context(context).set_iterators(ids)
 
 
 def _generate(build: isl.AstBuild, schedule: isl.Schedule, low: _Lowerer
