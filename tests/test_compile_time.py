@@ -91,3 +91,32 @@ def test_explorer_first_visit_compiles_once_and_tile_changes_reuse_the_schedule(
     assert not ex.timings[-1]["compile_cached"] and ex.error is None
     ran = [s.name for s in ex.compiled.stages if not s.cached]
     assert ran == ["lowering", "cuda", "host"]     # parse, dependences, schedule: cached
+
+
+#: a register-tiled product inside a host time loop (the transposed copy-back carries
+#: the time loop across kernels): the full piece is generated with the host loop value
+#: as a parameter (:func:`polymagic.lower.full_tile_pieces.launch_values`)
+HOST_LOOP = """
+void tg2(int T, int N, float C[N][N], float A[N][N], float B[N][N]) {
+  for (int t = 0; t < T; t++) {
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++)
+        for (int k = 0; k < N; k++)
+          C[i][j] += A[i][k] * B[k][j];
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++)
+        B[i][j] = 0.001f * C[j][i];
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("per_kernel", [False, True])
+def test_split_under_a_host_loop(per_kernel):
+    opts = Options(sizes={"T": 2, "N": 130}, target="emulator", recurrence="wavefront",
+                   per_kernel=per_kernel)
+    c = compiler.compile_source(HOST_LOOP, opts)
+    assert c.mapping.host_loops == ["t"]
+    assert any(p.full_instances is not None for p in c.mapping.plans.values())
+    r = run(c, opts)
+    assert r.ok, r.message
