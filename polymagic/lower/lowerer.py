@@ -379,9 +379,10 @@ class _Lowerer:
 
     def with_full_tiles(self, name: str, plan: KernelPlan, generic: list[kir.Stmt],
                         host: list[str]) -> list[kir.Stmt]:
-        """The kernel body ``generic`` preceded by its full tiles' piece, generated on
-        its own (:mod:`.full_tile_pieces`); ``host``: the names the launch's host
-        loop values go by in the body (the host loop iterators, or ``pm_h<k>``)."""
+        """``if (the block's tile is full) <full piece> else generic``, the full piece
+        generated on its own (:mod:`.full_tile_pieces`); ``host``: the names the
+        launch's host loop values go by in the body (the host loop iterators, or
+        ``pm_h<k>``).  ``generic`` alone when those do not match the kernel's depth."""
         tree, depth = full_tile_schedule(self.mapping.schedule, name, plan)
         if len(host) != depth:
             return generic
