@@ -1,6 +1,7 @@
 """polymagic: affine C loop nests -> verified CUDA, from a Jupyter cell.
 
-``%load_ext polymagic`` registers the ``%%polycuda`` cell magic.
+``%load_ext polymagic`` registers the ``%%polycuda`` cell magic and the ``%polycuda``
+line magic (help, version, notebook defaults).
 """
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from .version import __version__
 
 
 def load_ipython_extension(ipython):
-    from .magic import PolyMagics
-    ipython.register_magics(PolyMagics)
+    from .magic import register
+    register(ipython)
 
 
 def gpu(fn=None, **kw):

@@ -21,7 +21,7 @@ from .errors import OptionsError
 
 TARGETS = ("auto", "gpu", "emulator", "openmp")
 MAPPINGS = ("superposition", "single")
-SHOW = ("deps", "schedule", "cuda", "kir", "host", "emulator", "scop", "stages")
+SHOW = ("deps", "schedule", "cuda", "kir", "host", "emulator", "scop", "stages", "notes")
 
 
 class SizeMap(Mapping[str, "int | float"]):
@@ -614,6 +614,46 @@ def _localise(text: str | None) -> tuple[str, int] | None:
     return loop.strip(), window
 
 
+#: options that contradict each other (:func:`_conflicts`): a later line giving one
+#: clears the other, so that a cell's option overrides a notebook default
+_OPPOSITES = {"localise": ("no_localise",), "no_localise": ("localise", "reorg"),
+              "reorg": ("no_localise",), "vector": ("no_vector",), "no_vector": ("vector",),
+              "shared": ("no_shared",), "no_shared": ("shared",),
+              "time_tiling": ("no_time_tiling",), "no_time_tiling": ("time_tiling",),
+              "json": ("explore",), "explore": ("json",)}
+
+
+def _given(argv: list[str]) -> dict:
+    """The options an argument list names explicitly (argparse's defaults left out)."""
+    p = make_parser()
+    for action in p._actions:
+        action.default = argparse.SUPPRESS
+    return vars(p.parse_args(argv))
+
+
+def merge_option_lines(lines: list[list[str]]) -> argparse.Namespace:
+    """The argument lists of several option lines, later ones overriding earlier ones
+    (the ``%polycuda`` line magic's notebook defaults, then a cell's line): a later
+    option replaces an earlier one and clears its opposite (``--shared all`` after a
+    default ``--no-shared``); ``--size`` and ``--show`` accumulate (a later size of
+    the same name wins).  Raises :class:`OptionsError` on a malformed line."""
+    ns = make_parser().parse_args([])
+    base = vars(make_parser().parse_args([]))
+    for argv in lines:
+        for dest, value in _given(argv).items():
+            for other in _OPPOSITES.get(dest, ()):
+                setattr(ns, other, base[other])
+            if dest in ("size", "show"):
+                value = getattr(ns, dest) + value
+            setattr(ns, dest, value)
+    return ns
+
+
+def parse_option_lines(lines: list[list[str]]) -> Options:
+    """:func:`merge_option_lines` -> :class:`Options` (checked as one line is)."""
+    return options_from_namespace(merge_option_lines(lines))
+
+
 def parse_options(args: str | list[str]) -> Options:
     """Parse a magic line (string) or an argument list into :class:`Options`."""
     argv = shlex.split(args) if isinstance(args, str) else list(args)
@@ -623,4 +663,5 @@ def parse_options(args: str | list[str]) -> Options:
 
 __all__ = ["Options", "CompileOptions", "ScheduleOptions", "DependenceOptions", "RunOptions",
            "ReportOptions", "TuneOptions", "SizeMap", "option_names", "parse_options",
-           "add_arguments", "options_from_namespace", "make_parser"]
+           "add_arguments", "options_from_namespace", "make_parser", "merge_option_lines",
+           "parse_option_lines"]

@@ -46,15 +46,36 @@ def log(msg: str) -> None:
 
 # ---- setup ---------------------------------------------------------------------------
 
-def ensure_packages(install: bool) -> None:
-    wanted = {"playwright": "playwright>=1.40,<2", "jupyterlab": "jupyterlab>=4.1,<5"}
+#: what the test needs from PyPI (module: requirement)
+PACKAGES = {"playwright": "playwright>=1.40,<2", "jupyterlab": "jupyterlab>=4.1,<5"}
+
+
+def announce_installs(install: bool, wanted: dict[str, str] = PACKAGES) -> None:
+    """Say, before installing anything, what is missing and what will be installed."""
+    missing = [wanted[m] for m in wanted if importlib.util.find_spec(m) is None]
+    chromium = any(shutil.which(n) for n in ("chromium", "chromium-browser"))
+    if not missing and chromium:
+        log("set-up: nothing to install (Python packages and Chromium present)")
+        return
+    what = []
+    if missing:
+        what.append(f"{', '.join(missing)} from PyPI into {sys.prefix} (pip)")
+    if not chromium:
+        what.append("Debian's chromium package with apt-get (as root; it pulls in about "
+                    "130 system packages, some 300 MB)")
+    log(("set-up: will install " if install else "set-up: missing (--no-install): ")
+        + "; and ".join(what))
+
+
+def ensure_packages(install: bool, wanted: dict[str, str] = PACKAGES) -> None:
     missing = [wanted[m] for m in wanted if importlib.util.find_spec(m) is None]
     if not missing:
         return
     if not install:
         raise SetupError(f"missing Python packages: {', '.join(missing)} (pip install them)")
     log(f"installing {', '.join(missing)} with pip")
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", *missing],
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--progress-bar", "off",
+                        *missing],
                        timeout=900)
     if r.returncode != 0:
         raise SetupError(f"pip install {' '.join(missing)} failed ({r.returncode})")
@@ -70,10 +91,10 @@ def find_chromium(install: bool) -> str:
         raise SetupError("no chromium on PATH (apt-get install chromium)")
     if os.geteuid() != 0 or not shutil.which("apt-get"):
         raise SetupError("no chromium on PATH, and apt-get cannot install it here")
-    log("installing Debian's chromium with apt-get")
+    log("installing Debian's chromium with apt-get (about 130 system packages)")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     subprocess.run(["apt-get", "update", "-qq"], timeout=600, env=env)
-    r = subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], timeout=1200, env=env)
+    r = subprocess.run(["apt-get", "install", "-y", "chromium"], timeout=1200, env=env)
     path = shutil.which("chromium")
     if r.returncode != 0 or not path:
         raise SetupError("apt-get install chromium failed")
@@ -288,6 +309,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     try:
+        announce_installs(not args.no_install)
         ensure_packages(not args.no_install)
         chromium = find_chromium(not args.no_install)
     except (SetupError, subprocess.TimeoutExpired) as e:

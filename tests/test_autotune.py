@@ -80,6 +80,32 @@ def test_emulator_ranking_chooses_and_draws_a_heat_map():
     assert png.startswith(PNG)
     d = json.loads(json.dumps(A.AutotuneResult.as_dict(r)))
     assert d["choice"]["tile"] == list(r.best.tile) and len(d["candidates"]) == 5
+    _score_is_consistent(r)
+
+
+def _score_is_consistent(r):
+    """Issue 20: one score, made of the numbers the table shows: sectors and model
+    cost relative to the least, the share of the GPU filled; the summary's comparison
+    with the start uses the same scores."""
+    from polymagic.report.text import autotune_lines
+    ran = [c for c in r.candidates if c.ok]
+    least = min(c.transactions for c in ran)
+    cheapest = min(c.model_cost for c in ran)
+    raw = {id(c): math.sqrt(c.transactions / least * c.model_cost / cheapest) / c.fill
+           for c in ran}
+    best = min(raw.values())
+    for c in ran:
+        assert c.traffic_ratio == pytest.approx(c.transactions / least)
+        assert c.cost_ratio == pytest.approx(c.model_cost / cheapest)
+        assert 0 < c.fill <= 1
+        assert c.score == pytest.approx(raw[id(c)] / best)
+    text = "\n".join(autotune_lines(r))
+    assert "√(memory sectors × model cost)" in text
+    for c in ran:
+        assert f"score {c.score:.2f}: {c.transactions:,} sectors (×{c.traffic_ratio:.2f})" in text
+    if r.best is not r.start:
+        assert f"score 1.00 against the start's {r.start.score:.2f}" in r.summary()
+        assert "better than the start" not in r.summary()
 
 
 def test_shared_memory_limit_and_time_budget():

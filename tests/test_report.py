@@ -35,10 +35,10 @@ def test_every_view_renders(gemm, name):
 def test_text_report_lines(gemm):
     compiled, report = gemm
     lines = to_text(report, compiled).splitlines()
-    assert lines[0].startswith("gemm: ")
-    assert lines[1].startswith("check: OK")
-    assert lines[2].startswith("times: compile")
-    assert any(l.startswith("target: emulator") for l in lines)
+    assert lines[0].startswith("gemm: 1 kernel: kernel0: i, j in ")
+    assert lines[1].startswith("ran on: emulator (requested with --target emulator)")
+    assert lines[2].startswith("check: OK")
+    assert lines[3].startswith("times: compile")
 
 
 def test_html_report(gemm):

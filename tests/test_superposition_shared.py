@@ -176,7 +176,7 @@ def test_options_no_shared_all_delta_and_shared_mem():
     assert _buffers(compile_source(src, Options(sizes=sizes, delta=100.0))) == {}
     c = compile_source(src, Options(sizes=sizes, shared_mem=1024, vector=False))
     assert _buffers(c) == {}
-    assert any("sh0_A dropped: 2720 bytes would exceed 1024 per block" in n for n in c.note_lines)
+    assert any("sh0_A dropped: 2720 bytes of shared memory would exceed the 1024 a block may use" in n for n in c.note_lines)
 
 
 # ---- global loads fall where data is reused ---------------------------------------------------

@@ -193,8 +193,8 @@ def test_json_and_text_report(capsys, tmp_path):
     assert out["transactions"]["load_lines"] == 256
     assert main(args) == 0
     text = capsys.readouterr().out
-    assert "memory: global loads 4,096, stores 4,096; 2,048 transactions" in text
-    assert "8 per request" in text
+    assert "memory: 4,096 global loads, 4,096 stores; 8 sectors per warp request" in text
+    assert "fully coalesced is 8)" in text
     assert main(args[:-1] + ["openmp", "--json"]) == 0
     omp = json.loads(capsys.readouterr().out)
     assert omp["global_transactions"] is None and omp["transactions_per_request"] is None
@@ -233,7 +233,8 @@ def test_per_kernel_summary_in_the_report():
     tx = transactions(r.counters)
     assert set(tx["per_kernel"]) == {"kernel0", "kernel1"}
     assert sum(v["transactions"] for v in tx["per_kernel"].values()) == tx["transactions"]
-    assert "per request by kernel: kernel0 " in to_text(r, c)
+    assert "sectors per warp request" in to_text(r, c)
+    assert "; by kernel: kernel0 " in to_text(r, c)
 
 
 def test_one_thread_kernels_count_every_access_as_a_request():

@@ -79,6 +79,13 @@ class AutotuneCandidate:
     model_cost: float | None = None     # seed 000 §4.3 predicted cycles at the run's sizes
     seconds: float | None = None        # GPU: kernel time (best of reps); emulator: its time
     score: float = math.inf
+    #: the parts of an emulator-ranked score (None on the GPU, where the score is the
+    #: time): memory traffic and model cost relative to the candidate with the least,
+    #: and the share of the GPU its grid fills (0..1); score = √(traffic × cost) / fill,
+    #: divided by the best candidate's
+    traffic_ratio: float | None = None
+    cost_ratio: float | None = None
+    fill: float | None = None
 
     @property
     def traffic(self) -> int | None:
@@ -127,11 +134,45 @@ class AutotuneResult:
         if self.best is None:
             return (f"autotune: no candidate ran successfully ({len(ran)} tried, {how}); "
                     f"kept {self.start.label()}")
-        gain = ""
-        if self.start.ok and self.best is not self.start and self.start.score < math.inf:
-            gain = f", score {self.start.score / self.best.score:.2f}x better than the start"
         return (f"autotune: {self.best.label()} chosen from {len(ran)} candidate(s) "
-                f"({how}){gain}; {self.seconds:.1f} s")
+                f"({how}){self.why_best()}; {self.seconds:.1f} s")
+
+    def score_rule(self) -> str:
+        """How the score is computed (the tables' caption)."""
+        if self.mode == "gpu":
+            return "score: kernel time relative to the fastest candidate (lower is better)"
+        return ("score: √(memory sectors × model cost), each relative to the candidate with "
+                "the least, divided by the share of the GPU the grid fills, then relative to "
+                "the best candidate (1.00; lower is better)")
+
+    def why_best(self) -> str:
+        """Why the choice beat the start, from the score's parts ('' when it is the
+        start or the start did not run)."""
+        b, s = self.best, self.start
+        if b is None or b is s or not s.ok or not math.isfinite(s.score):
+            return ": the start itself" if b is s else ""
+        text = f": score 1.00 against the start's {s.score:.2f}"
+        if self.mode == "gpu" or None in (b.traffic_ratio, s.traffic_ratio, b.fill, s.fill):
+            return text
+
+        def ratio(x: float, y: float, what: str) -> str:
+            if abs(x / y - 1) < 0.005:
+                return f"the same {what}"
+            return f"{x / y:.2f}x {'more' if x > y else 'less'} {what}"
+        gains, costs = [], []
+        for mine, theirs, what in ((b.traffic_ratio, s.traffic_ratio, "memory traffic"),
+                                   (b.cost_ratio, s.cost_ratio, "model cost")):
+            if mine is None or theirs is None:
+                continue
+            (gains if mine < theirs else costs).append(ratio(mine, theirs, what))
+        if b.fill > s.fill * 1.005:
+            gains.insert(0, f"its grid fills {b.fill / s.fill:.2f}x more of the GPU "
+                            f"({b.blocks} blocks against {s.blocks})")
+        elif b.fill < s.fill / 1.005:
+            costs.append(f"its grid fills {s.fill / b.fill:.2f}x less of the GPU")
+        parts = gains + ([f"which outweighs {' and '.join(costs)}"] if gains and costs
+                         else costs)
+        return text + (f" ({', '.join(parts)})" if parts else "")
 
     def as_dict(self) -> dict:
         """JSON-ready: mode, sizes, every candidate and the choice."""
@@ -486,12 +527,14 @@ def _score(cands: list[AutotuneCandidate], mode: str) -> None:
     for c in ran:
         parts = []
         if least and measure[id(c)]:
-            parts.append(measure[id(c)] / least)
+            c.traffic_ratio = measure[id(c)] / least
+            parts.append(c.traffic_ratio)
         if cheapest and c.model_cost:
-            parts.append(c.model_cost / cheapest)
+            c.cost_ratio = c.model_cost / cheapest
+            parts.append(c.cost_ratio)
         rel = math.prod(parts) ** (1 / len(parts)) if parts else 1.0
-        fill = min(1.0, (c.warps or need) / need)
-        c.score = rel / max(fill, 1e-9)
+        c.fill = min(1.0, (c.warps or need) / need)
+        c.score = rel / max(c.fill, 1e-9)
     top = min(c.score for c in ran)
     for c in ran:
         c.score = c.score / top if top > 0 else 1.0

@@ -139,8 +139,10 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
     compiled = Compiled(scop=scop, deps=deps, schedule=sched, program=program, cuda=cuda,
                         host_py=host_py, compile_s=time.perf_counter() - t0,
                         summary=lowered.summary, mapping=lowered.mapping, options=options,
-                        notes=tuple(deps.notes) + ((recurrence.note(),) if recurrence else ())
-                        + lowered.notes, language=language,
+                        # each note once (a stage may record one decision twice)
+                        notes=tuple(dict.fromkeys(
+                            tuple(deps.notes) + ((recurrence.note(),) if recurrence else ())
+                            + lowered.notes)), language=language,
                         stages=log.stages(), chosen_tile=lowered.chosen_tile,
                         recurrence=recurrence)
     _remember(source, language, options, compiled)

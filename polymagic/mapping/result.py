@@ -75,6 +75,10 @@ class KernelPlan:
     #: the lowering may keep one register per point a thread owns; False for the
     #: superposition, whose thread loops need not be its block members' point loops
     member_points: bool = True
+    #: a time-tiled kernel's tile sizes (time steps first, then the spatial points of
+    #: each member), one launch per wavefront of tiles; () for other kernels (the
+    #: report describes the kernel in words from it)
+    time_tile: tuple[int, ...] = ()
     # the instances of one launch as an affine set in the host loops' values
     # ``pm_h<k>`` (:data:`HOST_PARAM`) and the block ids, when the mapper knows one
     # (time tiles: no floor of the wavefront for isl's AST generator to project)

@@ -183,6 +183,7 @@ class TimeKernels:
         par_text = [member_text(pband, i) for i in range(npar)]
         plan = KernelPlan(name, members, seq_text, statement_names(node), threads=block,
                           launch_domain=launch,
+                          time_tile=time_tiles(self.options.time_tiling, nc + 1),
                           text=f"one block per time tile ({', '.join(mm.loop for mm in members)}"
                                f"), sequential in the block: {', '.join(seq_text)} (a barrier "
                                f"after each step), over {'x'.join(map(str, block))} threads: "

@@ -387,7 +387,8 @@ def fit_buffers(bufs: list[BufferPlan], options: CompileOptions, kernel: str, us
     for b in sorted(bufs, key=lambda b: b.nbytes):
         if total + b.nbytes > limit:
             lines.append(memory_note(kernel, b.array, f"{b.name} dropped: {total + b.nbytes} "
-                                     f"bytes would exceed {limit} per block", "fallback"))
+                                     f"bytes of shared memory would exceed the {limit} a "
+                                     f"block may use (--shared-mem)", "fallback"))
             continue
         total += b.nbytes
         kept.append(b)

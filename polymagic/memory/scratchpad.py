@@ -306,9 +306,14 @@ def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = N
         for b in rels[i + 1:]:
             overlap += _volume(a.intersect(b), sample, fixed=True) or 0
     frac = overlap / total
+    # in words (issue 20): the pairwise overlaps of the references' footprints as a
+    # multiple of the elements the block reads, against --delta
     if frac > delta:
-        return True, f"constant reuse: overlap {frac:.0%} of the volume > δ={delta:.0%}"
-    return False, f"constant reuse {frac:.0%} of the volume ≤ δ={delta:.0%}"
+        return True, (f"constant reuse: its {len(part.spaces)} references read overlapping "
+                      f"elements (overlaps {frac:.3g}× the elements read, above --delta "
+                      f"{delta:g})")
+    return False, (f"too little reuse: its {len(part.spaces)} references overlap by "
+                   f"{frac:.3g}× the elements read, at most --delta {delta:g}")
 
 
 def bounding_box(rel: isl.Map, context: isl.Set) -> Box:

@@ -70,16 +70,19 @@ def check_line(report: RunReport) -> str:
 
 
 def times(report: RunReport, compile_s: float | None) -> list[tuple[str, str]]:
-    """(label, value) rows of the timing table, in pipeline order."""
+    """(label, value) rows of the timing table, in pipeline order (the copies only on
+    the GPU, the only target that has them)."""
     launches = report.launches
     kern = f"{seconds(report.device_s)} ({launches} launch{'es' if launches != 1 else ''})"
-    return [
+    rows = [
         ("compile", seconds(compile_s)),
         ("CPU reference", seconds(report.cpu_s)),
-        (f"device kernels [{report.target}]", kern),
-        ("H2D copies", seconds(report.h2d_s) if report.target == "gpu" else "–"),
-        ("D2H copies", seconds(report.d2h_s) if report.target == "gpu" else "–"),
+        (f"kernels on the {report.target}" if report.target != "gpu" else "kernels on the GPU",
+         kern),
     ]
+    if report.target == "gpu":
+        rows += [("H2D copies", seconds(report.h2d_s)), ("D2H copies", seconds(report.d2h_s))]
+    return rows
 
 
 def speedup(report) -> str:
@@ -142,22 +145,33 @@ def _tx_summary(t: dict) -> dict:
     return out
 
 
-def memory_line(report: RunReport) -> str | None:
-    """``memory: global loads ..., stores ...; transactions ...`` for emulator runs
-    (None on the GPU or without counters)."""
+def coalesced_sectors(element_bytes: set[int] | None) -> str:
+    """What a fully coalesced warp request touches, for the arrays' element sizes:
+    ``"4"`` (4-byte elements: 32 × 4 B = 128 B = 4 sectors), ``"8"`` (8-byte), or
+    ``"4 (8 for 8-byte elements)"`` when both occur."""
+    sizes = sorted(b for b in (element_bytes or {4}) if b in (4, 8)) or [4]
+    if sizes == [4, 8]:
+        return "4 (8 for 8-byte elements)"
+    return str(sizes[0])
+
+
+def memory_line(report: RunReport, element_bytes: set[int] | None = None) -> str | None:
+    """``memory: N global loads, M stores; S sectors per warp request (...)`` for
+    emulator runs (None on the GPU or without counters): what the kernels moved and
+    how coalesced it was (:func:`transactions`; the glossary's words)."""
     cnt = report.counters or {}
     if report.target == "gpu" or "loads" not in cnt:
         return None
-    text = f"memory: global loads {cnt['loads']:,}, stores {cnt.get('stores', 0):,}"
+    text = f"memory: {cnt['loads']:,} global loads, {cnt.get('stores', 0):,} stores"
     tx = transactions(cnt)
     if tx:
         def r(x):
             return "–" if x is None else f"{x:.3g}"
-        text += (f"; {tx['transactions']:,} transactions (32 B sectors) in {tx['requests']:,} "
-                 f"warp requests: {r(tx['transactions_per_request'])} per request (loads "
+        text += (f"; {r(tx['transactions_per_request'])} sectors per warp request (loads "
                  f"{r(tx['load_transactions_per_request'])}, stores "
-                 f"{r(tx['store_transactions_per_request'])}), {tx['lines']:,} lines of 128 B")
+                 f"{r(tx['store_transactions_per_request'])}; fully coalesced is "
+                 f"{coalesced_sectors(element_bytes)})")
         if len(tx["per_kernel"]) > 1:
-            text += "; per request by kernel: " + ", ".join(
+            text += "; by kernel: " + ", ".join(
                 f"{k} {r(v['transactions_per_request'])}" for k, v in tx["per_kernel"].items())
     return text

@@ -110,39 +110,100 @@ def _details(v: View, open_: bool) -> str:
             f'{highlight(v.text, v.language)}</div></details>')
 
 
+def with_terms(text: str, used: set[str]) -> str:
+    """``text`` escaped, the first use of each glossary term (across one report:
+    ``used``) wrapped in ``<abbr>`` with its definition as the tooltip."""
+    import re
+    from .glossary import TERMS
+    words = sorted((t for t in TERMS), key=lambda t: -len(t.word))
+    pattern = re.compile("|".join(rf"(?<![\w-]){re.escape(escape(t.word))}(?![\w-])"
+                                  for t in words), re.I)
+    by_word = {escape(t.word).lower(): t for t in TERMS}
+    out, pos = [], 0
+    body = escape(text)
+    for m in pattern.finditer(body):
+        term = by_word.get(m.group().lower())
+        if term is None or term.word in used:
+            continue
+        used.add(term.word)
+        out.append(body[pos:m.start()])
+        out.append(f'<abbr title="{escape(term.text)}" style="text-decoration:underline dotted">'
+                   f'{m.group()}</abbr>')
+        pos = m.end()
+    out.append(body[pos:])
+    return "".join(out)
+
+
+def why_html(notes, open_: bool = False) -> str:
+    """The collapsible "Why" section: every note, grouped by kernel and stage."""
+    from .why import grouped, stage_title
+    if not notes:
+        return ""
+    parts = []
+    for kernel, stages in grouped(notes):
+        items = "".join(
+            f'<li><span style="color:{_MUTED}">{escape(stage_title(stage))}</span><ul>'
+            + "".join(f"<li>{escape(n.after_kernel())}</li>" for n in group) + "</ul></li>"
+            for stage, group in stages)
+        parts.append(f"<li><b>{escape(kernel)}</b><ul>{items}</ul></li>")
+    return (f'<details{" open" if open_ else ""} style="margin:4px 0">'
+            f'<summary style="cursor:pointer;color:{_MUTED}">Why: {len(notes)} note'
+            f'{"s" if len(notes) != 1 else ""} by kernel and stage</summary>'
+            f'<ul style="font-size:85%;margin:2px 0">{"".join(parts)}</ul></details>')
+
+
+def terms_html(used: set[str]) -> str:
+    """The definitions of the glossary terms a report used (collapsed)."""
+    from .glossary import TERMS
+    rows = [t for t in TERMS if t.word in used]
+    if not rows:
+        return ""
+    items = "".join(f"<li><b>{escape(t.word)}</b>: {escape(t.text)}"
+                    + (f" <i>({escape(t.source)})</i>" if t.source else "") + "</li>"
+                    for t in rows)
+    return (f'<details style="margin:4px 0"><summary style="cursor:pointer;color:{_MUTED}">'
+            f'Terms</summary><ul style="font-size:85%;margin:2px 0">{items}</ul></details>')
+
+
 def to_html(report: RunReport, compiled: Compiled, show=()) -> str:
-    """The full HTML report.  The generated CUDA is always there, collapsed unless
-    ``--show cuda`` asked for it; other ``--show`` views follow, open."""
+    """The full HTML report: the same lines as the text report (at most three notes),
+    every note under a collapsed "Why", the glossary's definitions as tooltips and
+    under "Terms", the generated CUDA collapsed unless ``--show cuda`` asked for it;
+    other ``--show`` views follow, open."""
+    from .summary import summary_words
+    from .text import all_notes, element_bytes, ran_on
+    from .why import settled_arrays, top
     name = compiled.scop.name
-    summary = compiled.summary
+    used: set[str] = set()
+    words = summary_words(compiled)
+    if name and words.startswith(f"{name}: "):
+        words = words[len(name) + 2:]
     parts = [
         '<div style="font-family:sans-serif;line-height:1.4">',
         f'<div>{_badge(report)} <b>{escape(name)}</b> '
         f'<span style="color:{_MUTED}">on {escape(report.target)}</span> '
         f'&nbsp;{_check_detail(report)}</div>',
         _per_array(report),
-        f'<div style="font-family:monospace;font-size:90%;margin:4px 0">{escape(summary)}</div>',
+        f'<div style="font-size:90%;margin:4px 0">{with_terms(words, used)}</div>',
         _times_table(report, compiled.compile_s),
     ]
-    meta = []
-    if report.sizes:
-        meta.append(f"sizes: {fmt.sizes(report.sizes)}")
-    if report.target_note:
-        meta.append(f"target: {report.target} ({report.target_note})")
-    mem = fmt.memory_line(report)
+    meta = [escape(ran_on(report))]
+    mem = fmt.memory_line(report, element_bytes(compiled))
     if mem:
-        meta.append(mem)
+        meta.append(with_terms(mem, used))
     if report.wrote_back:
-        meta.append("wrote back: " + ", ".join(report.wrote_back))
-    meta.extend(f"note: {n}" for n in compiled.notes)
-    if report.message:
-        meta.append(report.message)
-    if meta:
-        parts.append(f'<div style="color:{_MUTED};font-size:90%">'
-                     + "<br>".join(escape(m) for m in meta) + "</div>")
+        meta.append(escape("wrote back: " + ", ".join(report.wrote_back)))
+    notes = all_notes(report, compiled)
+    meta.extend(with_terms(f"note: {n}", used)
+                for n in top(notes, settled=settled_arrays(compiled.program)))
+    if not report.notes and report.message:
+        meta.append(escape(report.message))
+    parts.append(f'<div style="color:{_MUTED};font-size:90%">' + "<br>".join(meta) + "</div>")
     shown = list(show)
-    order = ["cuda"] + [s for s in shown if s != "cuda"]
-    for v in views(order, compiled):
+    parts.append(why_html(notes, open_="notes" in shown))
+    parts.append(terms_html(used))
+    order = ["cuda"] + [s for s in shown if s not in ("cuda", "notes")]
+    for v in views(order, compiled, report):
         parts.append(_details(v, open_=(v.name in shown)))
     parts.append("</div>")
     return "".join(parts)
@@ -168,33 +229,47 @@ class HtmlReport:
 
 
 def autotune_html(result) -> str:
-    """``--autotune``: the choice, the heat map (PNG) and every candidate's score."""
+    """``--autotune``: the choice and why, the heat map (PNG) and every candidate with
+    the numbers its one score is made of (the rule in the caption)."""
     import base64
     from . import plots
     png = base64.b64encode(plots.to_png(plots.autotune(result))).decode()
+    gpu = result.mode == "gpu"
     rows = []
     for c in sorted(result.candidates, key=lambda c: (not c.ok, c.score)):
         state = (f"skipped: {c.skipped}" if c.skipped else
                  f"failed: {c.error}" if not c.ok else f"{c.score:.2f}")
-        traffic = f"{c.traffic:,}" if c.traffic is not None else "–"
-        if c.transactions is not None:
-            traffic += f" ({c.transactions:,} sectors)"
-        cost = f"{c.model_cost:.3g}" if c.model_cost is not None else "–"
+
+        def rel(x, ratio, form):
+            if x is None:
+                return "–"
+            return form(x) + (f" (×{ratio:.2f})" if ratio else "")
+        sectors = rel(c.transactions if c.transactions is not None else c.traffic,
+                      c.traffic_ratio, lambda x: f"{x:,}")
+        cost = rel(c.model_cost, c.cost_ratio, lambda x: f"{x:.3g}")
+        fill = f"{c.fill:.0%}" if c.fill is not None else "–"
         secs = fmt.seconds(c.seconds) if c.seconds is not None else "–"
         mark = " ★" if c is result.best else ""
-        rows.append(f"<tr><td><code>{escape(c.label())}</code>{mark}</td>"
-                    f"<td>{escape(c.source)}</td><td>{escape(state)}</td>"
-                    f"<td style='text-align:right'>{traffic}</td>"
-                    f"<td style='text-align:right'>{cost}</td>"
-                    f"<td style='text-align:right'>{c.blocks if c.blocks is not None else '–'}</td>"
-                    f"<td style='text-align:right'>{secs}</td></tr>")
-    traffic_h = ("global loads+stores (32-byte sectors), emulator" if result.mode != "gpu"
-                 else "–")
+        cells = [f"<td><code>{escape(c.label())}</code>{mark}</td>",
+                 f"<td>{escape(c.source)}</td>", f"<td>{escape(state)}</td>"]
+        if not gpu:
+            cells += [f"<td style='text-align:right'>{sectors}</td>",
+                      f"<td style='text-align:right'>{cost}</td>",
+                      f"<td style='text-align:right'>{fill}</td>"]
+        cells += [f"<td style='text-align:right'>"
+                  f"{c.blocks if c.blocks is not None else '–'}</td>",
+                  f"<td style='text-align:right'>{secs}</td>"]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    heads = ["configuration", "from", "score"]
+    if not gpu:
+        heads += ["memory sectors (32 B, emulator)", "model cost (seed 000 §4.3)",
+                  "GPU filled"]
+    heads += ["blocks", "time"]
     notes = "".join(f"<li>{escape(str(n))}</li>" for n in result.notes)
     return (f'<div class="polymagic-autotune"><div><b>{escape(result.summary())}</b></div>'
+            f'<div style="font-size:90%;color:{_MUTED}">{escape(result.score_rule())}</div>'
             f'<details><summary>{len(result.candidates)} candidate(s)</summary>'
-            f"<table><tr><th>configuration</th><th>from</th><th>score</th>"
-            f"<th>{traffic_h}</th><th>§4.3 cost</th><th>blocks</th><th>time</th></tr>"
+            f"<table><tr>{''.join(f'<th>{escape(h)}</th>' for h in heads)}</tr>"
             f"{''.join(rows)}</table><ul>{notes}</ul></details>"
             f'<img src="data:image/png;base64,{png}" style="max-width:560px"/></div>')
 

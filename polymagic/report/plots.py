@@ -290,8 +290,10 @@ def _footprint_axes(ax, a: E.ArrayFootprint) -> None:
         ext = (1,) + b.extents if len(b.extents) == 1 else b.extents[-2:]
         ax.add_patch(Rectangle((lo[1] - 0.5, lo[0] - 0.5), ext[1], ext[0], fill=False,
                                ec=_ORANGE, lw=2.5, ls="--", zorder=6))
-        ax.text(lo[1] - 0.5, lo[0] - 0.7, f"{b.name}[{']['.join(map(str, b.extents))}]",
-                color=_ORANGE, fontsize=7, va="bottom")
+        # inside the box's top-left corner, on white: above it, it ran into the title
+        ax.text(lo[1], lo[0], f"{b.name}[{']['.join(map(str, b.extents))}]",
+                color=_ORANGE, fontsize=7, va="top", ha="left", zorder=9,
+                bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.0))
         if len(b.copy_in):
             mask = _mask(b.copy_in, shape2)
             rgba = np.zeros(shape2 + (4,))
@@ -311,7 +313,7 @@ def _footprint_axes(ax, a: E.ArrayFootprint) -> None:
     why = a.decision if a.decision else ("no buffer" if not a.buffers else "")
     if len(why) > 150:
         why = why[:149] + "…"
-    ax.set_title(_wrap(f"{a.array}{dims}{proj}: {why}", 56), fontsize=7.5)
+    ax.set_title(_wrap(f"{a.array}{dims}{proj}: {why}", 56), fontsize=7.5, pad=6)
 
 
 # ---- tile-size search ----------------------------------------------------------------
@@ -402,9 +404,9 @@ def schedules(compiled, options, statement: str | None = None,
     ip = E.iteration_points(compiled, options, statement, loops, sizes, cap)
     info = E.mapping_of(compiled, options)
     outer, regular = E.scattering_functions(info, info.kernel_of(ip.statement).name)
-    fig = Figure(figsize=(11.0, 5.0))
-    ax1, ax2 = fig.subplots(1, 2)
-    fig.subplots_adjust(left=0.06, right=0.97, top=0.80, bottom=0.11, wspace=0.22)
+    fig = Figure(figsize=(12.5, 5.5))
+    ax1, ax2 = fig.subplots(1, 2, gridspec_kw={"width_ratios": (1, 1.25)})
+    fig.subplots_adjust(left=0.05, right=0.98, top=0.80, bottom=0.11, wspace=0.18)
     sizes_txt = ", ".join(f"{k}={v}" for k, v in ip.sizes.items())
     fig.suptitle(_wrap(f"{ip.kernel}, {ip.statement} at {sizes_txt} (seed 003 §4.2: "
                        f"superposed scattering = (outer, regular))", 110), fontsize=9)
@@ -428,7 +430,7 @@ def schedules(compiled, options, statement: str | None = None,
                                 hi[0] - lo[0] + 1, fill=False, lw=1.2, ec="#333333"))
         if nblocks <= 64:
             ax1.text((lo[1] + hi[1]) / 2, (lo[0] + hi[0]) / 2, _bname(b, ip), ha="center",
-                     va="center", fontsize=7)
+                     va="center", fontsize=9 if nblocks <= 16 else 7)
     ax1.set_xlabel(xlab)
     ax1.set_ylabel(ylab)
     _integer_ticks(ax1)
@@ -453,19 +455,33 @@ def schedules(compiled, options, statement: str | None = None,
     im = ax2.imshow(img2, cmap="viridis", vmin=0, vmax=max(nthreads - 1, 1), extent=extent2,
                     interpolation="nearest", aspect="auto")
     p2 = _as2d(pts)
-    if len(pts) <= annotate:
-        for (r, c), t, k in zip(p2, tl, step):
-            ax2.text(c, r, f"{int(t)}:{int(k)}", ha="center", va="center", fontsize=5.5,
-                     color="white" if t < nthreads / 2 else "black")
     fig.colorbar(im, ax=ax2, shrink=0.8, label="thread (linear id)")
+    one_step = int(step.max()) == 0          # then the label is the thread id alone
+    if len(pts) <= annotate:
+        labels = [f"{int(t)}" if one_step else f"{int(t)}:{int(k)}" for t, k in zip(tl, step)]
+        size = _label_size(fig, ax2, len(np.unique(p2[:, 1])), len(np.unique(p2[:, 0])),
+                           max(len(x) for x in labels))
+        for (r, c), t, text in zip(p2, tl, labels):
+            ax2.text(c, r, text, ha="center", va="center", fontsize=size,
+                     color="white" if t < nthreads / 2 else "black")
     ax2.set_xlabel(xlab)
     ax2.set_ylabel(ylab)
     _integer_ticks(ax2)
     steps = int(step.max()) + 1
+    what = "labels: thread id" if one_step else "labels thread:step"
     ax2.set_title(_wrap(f"thread level in block {_bname(target, ip)}: Θ = {regular}; "
                         f"{len(seen)} thread(s), up to {steps} step(s) each "
-                        f"(labels thread:step)", 62), fontsize=8.5)
+                        f"({what})", 62), fontsize=8.5)
     return fig
+
+
+def _label_size(fig, ax, cols: int, rows: int, chars: int) -> float:
+    """The largest font size (5 to 10 pt) at which a label of ``chars`` characters
+    fits one cell of a ``rows`` × ``cols`` grid drawn in ``ax``."""
+    box = ax.get_position()
+    cell_w = box.width * fig.get_figwidth() * 72 / max(cols, 1)      # points
+    cell_h = box.height * fig.get_figheight() * 72 / max(rows, 1)
+    return float(max(5.0, min(10.0, cell_w / (0.65 * max(chars, 1) + 0.6), cell_h * 0.6)))
 
 
 # ---- seed 001: C(t), I(t), O(t), G(t) and the drift -------------------------------------

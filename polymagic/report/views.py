@@ -1,5 +1,5 @@
 """The extra views that ``--show`` asks for (cuda, deps, schedule, kir, host,
-emulator, scop, stages), as plain text with a language tag for syntax highlighting.
+emulator, scop, stages, notes), as plain text with a language tag for syntax highlighting.
 
 Each view is computed lazily from a ``Compiled`` bundle; a view that fails (a stage
 that lacks a printer yet) becomes a one-line note instead of breaking the report.
@@ -81,23 +81,36 @@ _VIEWS: dict[str, tuple[str, str, Callable]] = {
     "emulator": ("Emulator C", "c", _emulator),
     "scop": ("Polyhedral model (SCoP)", "text", _scop),
     "stages": ("Compiler stages", "text", _stages),
+    "notes": ("Why: every note, by kernel and stage", "text", None),
 }
 
 
-def view(name: str, compiled) -> View:
+def all_notes(compiled, report=None) -> list:
+    """The compile's notes then the run's (``report.notes``), each once."""
+    from .why import unique
+    return unique(list(compiled.notes) + list(getattr(report, "notes", None) or []))
+
+
+def _notes(compiled, report=None) -> str:
+    from .why import lines
+    return "\n".join(lines(all_notes(compiled, report))) or "(no notes)"
+
+
+def view(name: str, compiled, report=None) -> View:
     """One ``--show`` view; a failure to produce it is reported inside the view."""
     title, language, make = _VIEWS[name]
     try:
-        text = make(compiled)
+        text = _notes(compiled, report) if name == "notes" else make(compiled)
     except Exception as e:  # a missing printer must not hide the rest of the report
         text, language = f"({name} view unavailable: {type(e).__name__}: {e})", "text"
     return View(name, title, text.rstrip("\n"), language)
 
 
-def views(names, compiled) -> list[View]:
-    """The requested views in the order asked, each once."""
+def views(names, compiled, report=None) -> list[View]:
+    """The requested views in the order asked, each once (``report``: the run whose
+    notes ``notes`` adds to the compile's)."""
     seen: list[str] = []
     for n in names:
         if n in _VIEWS and n not in seen:
             seen.append(n)
-    return [view(n, compiled) for n in seen]
+    return [view(n, compiled, report) for n in seen]

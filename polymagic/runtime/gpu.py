@@ -53,7 +53,9 @@ def _probe() -> tuple[bool, str]:
     """(usable, why not) — imports CuPy and counts devices, catching everything."""
     try:
         import cupy
-    except Exception as e:  # ImportError, or a CuPy built for another CUDA
+    except ModuleNotFoundError:
+        return False, "CuPy is not installed"
+    except Exception as e:  # a CuPy built for another CUDA, a broken install
         return False, f"CuPy is not importable ({type(e).__name__}: {e})".strip()
     try:
         n = cupy.cuda.runtime.getDeviceCount()

@@ -81,6 +81,8 @@ class RunReport:
     sizes: dict = field(default_factory=dict)      # size parameters and scalars used
     wrote_back: list[str] = field(default_factory=list)
     message: str = ""
+    #: the run's notes (where inputs came from, transfers, not checked), as records
+    notes: list[Note] = field(default_factory=list)
     bytes_h2d: int = 0             # planned host->device bytes (seed 002 §4)
     bytes_d2h: int = 0             # planned device->host bytes (written regions only)
     transfers: dict = field(default_factory=dict)  # mode, whole-array bytes, per array, buffers
@@ -631,6 +633,7 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
     elif inputs.user_arrays:
         notes.append(Note("run", "the check failed: nothing was written back", kind="info"))
     report.message = "; ".join(str(n) for n in notes)
+    report.notes = notes
     return report
 
 

@@ -328,10 +328,8 @@ def superposition_choice(scop: Scop, deps: Dependences, result: ScheduleResult,
     gains = _coalescing_gains(plan, result.schedule)
     if not gains and options.require_gain:
         result.notes.append(_superposition_note(
-            "superposition maps the same loops to threadIdx.x as the single schedule "
-            "(no coalescing gain in the DL model): single mapping used (the same "
-            "buffers, registers and __constant__ arrays; it also unrolls and jams "
-            "per-thread tiles and has larger default 2-d tiles)"))
+            "single mapping used: the superposition would put the same loops on "
+            "threadIdx.x, so its accesses would be no better coalesced (DL model)"))
         return
     result.use_superposition = True
     if gains:

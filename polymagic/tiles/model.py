@@ -275,20 +275,29 @@ class TileModel:
         for k in self.kernels:
             if not k.m:
                 continue
+            # in words (issue 20), naming the kernel as the reports do (kernel0)
+            name = k.name.removeprefix("pm_")
             for j in k.split_vars():
                 if not k.aligned(j, t[j]):
-                    out.append(f"{k.name}: t{j}={t[j]} splits unevenly into thread tiles "
+                    out.append(f"{name}: t{j}={t[j]} splits unevenly into thread tiles "
                                f"of {k.tied[j]}")
             if sb[k.name] > self.m_up:
-                out.append(f"{k.name}: buffers {sb[k.name]} B > M_up {self.m_up} B")
+                out.append(f"{name}: its shared-memory buffers need {sb[k.name]} B, more "
+                           f"than the {self.m_up} B a block may use (M_up, --shared-mem)")
             p = self.threads(t)[k.name]
             if p < g.p_low:
-                out.append(f"{k.name}: {p} threads < P_low {g.p_low}")
+                out.append(f"{name}: {p} threads per block, fewer than one warp of "
+                           f"{g.p_low} (P_low)")
             if p > g.max_threads:
-                out.append(f"{k.name}: {p} threads > {g.max_threads}")
+                out.append(f"{name}: {p} threads per block, more than {g.max_threads}")
             need = self.min_blocks.get(k.name, 0)
-            if need and self.blocks(t)[k.name] < need:
-                out.append(f"{k.name}: {self.blocks(t)[k.name]} blocks < {need}")
+            blocks = self.blocks(t)[k.name]
+            if need and blocks < need:
+                idle = max(g.min_blocks - blocks, 0)
+                out.append(f"{name}: {blocks} thread blocks would leave {idle} of the GPU's "
+                           f"{g.min_blocks} multiprocessors idle" if idle else
+                           f"{name}: {blocks} thread blocks, fewer than the {need} the "
+                           "sizes allow")
         return out
 
     def extents(self, t) -> dict[tuple[str, str], tuple[int, ...]]:
@@ -380,9 +389,16 @@ def _softmin(a: float, b: float, k: float = 8.0) -> float:
     return lo - math.log2(2.0 ** (-k * (a - lo)) + 2.0 ** (-k * (b - lo))) / k
 
 
+#: the share of the SMs a grid must give a block to count as filling the GPU: 95 %
+#: (126 of 132) rather than all, so that power-of-two tiles qualify (gemm at N = 128:
+#: 8x16 tiles give 128 blocks; demanding 132 chose 15x8 tiles, 144 blocks, issue 20)
+FILL = 0.95
+
+
 def min_blocks(model: TileModel) -> dict[str, int]:
-    """Blocks each kernel's grid should have: the SMs, or as many as P_low-thread
-    tiles allow (seed 000 §4.1: outer processes a multiple of the processors)."""
+    """Blocks each kernel's grid should have: :data:`FILL` of the SMs, or as many as
+    P_low-thread tiles allow (seed 000 §4.1: outer processes a multiple of the
+    processors)."""
     out = {}
     for k in model.kernels:
         if k.m and model.gpu.min_blocks:
@@ -391,5 +407,5 @@ def min_blocks(model: TileModel) -> dict[str, int]:
             # but there are no more blocks than points of the block loops
             points = math.prod(k.extents[:k.m])
             most = min(points, points * k.fixed_threads // model.gpu.p_low)
-            out[k.name] = max(1, min(model.gpu.min_blocks, most))
+            out[k.name] = max(1, min(math.ceil(FILL * model.gpu.min_blocks), most))
     return out

@@ -113,7 +113,8 @@ class TileSearchResult:
                     f"{self.reason}")
         dflt = ",".join(map(str, self.default_tile))
         if self.model is not None and self.model.violations(self.default_tile):
-            gain = f"; the defaults {dflt} break: {self.model.violations(self.default_tile)[0]}"
+            gain = (f"; not the defaults {dflt}, because "
+                    f"{self.model.violations(self.default_tile)[0]}")
         elif self.tile == self.default_tile:
             gain = "; the defaults are the model's optimum"
         elif self.default_cost and self.cost:
