@@ -18,7 +18,13 @@ reported, split into the driver's stages as it logs them (``Compiled.stages``):
     dependences  dependence analysis (``deps.compute_dependences``)
     schedule     isl's scheduler and the superposition plan (``schedule.compute_schedule``)
     lowering     tile choice, mapping, memory planning and Kernel IR
-                 (``compiler.lowering.map_and_lower``)
+                 (``compiler.lowering.map_and_lower``), split into
+      mapping    the mapping (``mapping.map_schedule``) less its memory planning
+      memory     the memory planner (``memory.plan.plan_kernel_memory``,
+                 ``memory.registers.plan_registers``, the superposition's
+                 ``SuperMemory.plan_block``/``plan_group``)
+      ast        isl's AST generation and the Kernel IR (``lower.lower``)
+      other      the rest: the recurrence model, the tile search, the notes
     cuda, host   the printers (``codegen``)
 
 Times are CPU seconds of this process *and* of the child processes it waited for
@@ -30,6 +36,7 @@ the per-kernel totals; the target (issue 22) is median <= 0.3 s, max <= 2 s.
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import statistics
 import sys
@@ -39,6 +46,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 #: the driver's stages (``polymagic.compiler.StageLog.name``), as columns
 STAGES = ("parse", "dependences", "schedule", "lowering", "cuda", "host")
+#: the lowering stage's parts (module docstring), as columns after it
+PARTS = ("mapping", "memory", "ast", "other")
 #: issue 22's targets for the totals, in seconds
 TARGET_MEDIAN, TARGET_MAX = 0.3, 2.0
 
@@ -48,18 +57,71 @@ class Timing:
     """One compile's CPU and wall seconds per stage."""
     cpu: dict[str, float] = field(default_factory=dict)
     wall: dict[str, float] = field(default_factory=dict)
+    #: the lowering stage's CPU seconds by part (:data:`PARTS`, within ``cpu``)
+    parts: dict[str, float] = field(default_factory=dict)
 
     def total(self, kind: str = "cpu") -> float:
         return sum(getattr(self, kind).values())
 
 
+class PartClock:
+    """CPU seconds spent in the lowering's parts (:data:`PARTS`), measured by
+    wrapping the functions of the module docstring (outermost call only: the
+    memory planner runs inside the mapping, the mapping again inside a fallback)."""
+
+    def __init__(self) -> None:
+        self.cpu: dict[str, float] = {}
+        self._depth: dict[str, int] = {}
+
+    def wrap(self, owner, attr: str, part: str) -> None:
+        fn = getattr(owner, attr)
+
+        def timed(*args, **kwargs):
+            from polymagic.compiler.driver import cpu_seconds
+            outer = self._depth.get(part, 0) == 0
+            self._depth[part] = self._depth.get(part, 0) + 1
+            c0 = cpu_seconds()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._depth[part] -= 1
+                if outer:
+                    self.cpu[part] = self.cpu.get(part, 0.0) + cpu_seconds() - c0
+        setattr(owner, attr, timed)
+
+    def install(self) -> None:
+        from polymagic.compiler import lowering
+        from polymagic.mapping import single, super_memory
+        from polymagic.memory import registers
+        self.wrap(lowering, "map_schedule", "mapping")
+        self.wrap(lowering, "lower", "ast")
+        self.wrap(single, "plan_kernel_memory", "memory")
+        self.wrap(registers, "plan_registers", "memory")
+        self.wrap(super_memory.SuperMemory, "plan_block", "memory")
+        self.wrap(super_memory.SuperMemory, "plan_group", "memory")
+
+    def parts(self, lowering_cpu: float) -> dict[str, float]:
+        """The parts of one compile's lowering stage (``lowering_cpu`` seconds)."""
+        memory = self.cpu.get("memory", 0.0)
+        mapping = max(0.0, self.cpu.get("mapping", 0.0) - memory)
+        ast = self.cpu.get("ast", 0.0)
+        return {"mapping": mapping, "memory": memory, "ast": ast,
+                "other": max(0.0, lowering_cpu - mapping - memory - ast)}
+
+
+CLOCK = PartClock()
+
+
 def compile_once(source: str) -> Timing:
     """One compile of ``source`` with the default options from an empty cache,
-    timed by the driver itself (``Compiled.stages``)."""
+    timed by the driver itself (``Compiled.stages``) and by :data:`CLOCK`."""
     from polymagic import compiler
     compiler.clear_caches()
+    CLOCK.cpu.clear()
     stages = compiler.compile_source(source).stages
-    return Timing({s.name: s.cpu_seconds for s in stages}, {s.name: s.seconds for s in stages})
+    cpu = {s.name: s.cpu_seconds for s in stages}
+    return Timing(cpu, {s.name: s.seconds for s in stages},
+                  CLOCK.parts(cpu.get("lowering", 0.0)))
 
 
 def kernel_files(only: list[str]) -> list[pathlib.Path]:
@@ -86,23 +148,34 @@ def main() -> int:
     ap.add_argument("--wall", action="store_true", help="print wall seconds too")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    head = f"{'kernel':18s}" + "".join(f"{s:>12s}" for s in STAGES) + f"{'total':>10s}"
+    CLOCK.install()
+    columns = STAGES[:4] + tuple(f"({p})" for p in PARTS) + STAGES[4:]
+    widths = [max(10, len(c) + 1) for c in columns]
+    head = f"{'kernel':18s}" + "".join(f"{c:>{w}s}" for c, w in zip(columns, widths)) + \
+        f"{'total':>9s}"
     print(f"{ROOT}: CPU seconds per stage (this process and its children, "
-          f"best of {args.repeat})")
-    print(head + (f"{'wall':>10s}" if args.wall else ""))
+          f"best of {args.repeat}; load average {os.getloadavg()[0]:.1f})")
+    print(head + (f"{'wall':>9s}" if args.wall else ""))
     totals: dict[str, float] = {}
+    sums: dict[str, float] = {}
     for path in kernel_files(args.only):
         source = path.read_text()
         best = min((compile_once(source) for _ in range(args.repeat)),
                    key=Timing.total)
         totals[path.stem] = best.total()
-        row = f"{path.stem:18s}" + "".join(f"{best.cpu.get(s, 0.0):12.3f}" for s in STAGES)
-        row += f"{best.total():10.3f}"
+        values = [best.cpu.get(s, 0.0) for s in STAGES[:4]] + \
+            [best.parts.get(p, 0.0) for p in PARTS] + [best.cpu.get(s, 0.0) for s in STAGES[4:]]
+        for c, v in zip(columns, values):
+            sums[c] = sums.get(c, 0.0) + v
+        row = f"{path.stem:18s}" + "".join(f"{v:{w}.3f}" for v, w in zip(values, widths))
+        row += f"{best.total():9.3f}"
         if args.wall:
             row += f"{best.total('wall'):10.3f}"
         print(row, flush=True)
     values = list(totals.values())
     worst = max(totals, key=totals.get)
+    print(f"{'sum':18s}" + "".join(f"{sums.get(c, 0.0):{w}.3f}" for c, w in zip(columns, widths))
+          + f"{sum(values):9.3f}")
     print(f"{len(values)} kernels: median {statistics.median(values):.3f} s, "
           f"p90 {percentile(values, 0.9):.3f} s, max {max(values):.3f} s ({worst}) CPU; "
           f"target median <= {TARGET_MEDIAN} s, max <= {TARGET_MAX} s")

@@ -26,9 +26,10 @@ from ..memory.registers import eliminate_redundant_loads
 from ..scop import Scop
 from .kernel_passes import (accessed_arrays, copy_split_values, mark_unroll, plan_summary,
                             promote_plan_registers)
+from .full_tile_pieces import full_condition, full_tile_schedule, launch_values, merge_pieces
 from .per_kernel import (GROUP_PREFIX, boxed_launches, drop_fixed_host_loops, group_and_cut,
                          host_depends_on_ids, kernel_marks, kernel_schedule,
-                         mentions_mapped_ids)
+                         mentions_mapped_ids, rename_vars)
 from .reductions import TreeBuffer, share_partner_loads, tree_reduction
 from .subscripts import (CHUNK_DIM, access_affs, access_order, build_index, chunk_cond,
                          copy_local_index, drop_domain, guard_expr, iterator_map, prefix_expr,
@@ -71,6 +72,7 @@ class _Lowerer:
         # and the kernel made for each mark (a mark isl repeats reuses it)
         self.per_kernel = False
         self.build: isl.AstBuild | None = None
+        self.context: isl.Set | None = None      # the build's context
         self.made: dict[str, kir.Launch] = {}
         self.n_tree_sync = 0
         # memoised isl work: printed subscripts by (AST point, access, buffer), and a
@@ -377,7 +379,33 @@ class _Lowerer:
     def launch(self, name: str, body_node: isl.AstNode) -> kir.Launch:
         plan = self.mapping.plans[name]
         self.block_dims = plan.block
-        return self.make_kernel(name, plan, self.block(body_node, True))
+        body = self.block(body_node, True)
+        if plan.full_instances is not None:
+            body = self.with_full_tiles(name, plan, body, self.host_vars)
+        return self.make_kernel(name, plan, body)
+
+    def with_full_tiles(self, name: str, plan: KernelPlan, generic: list[kir.Stmt],
+                        host: list[str]) -> list[kir.Stmt]:
+        """``if (the block's tile is full) <full piece> else generic``, the full piece
+        generated on its own (:mod:`.full_tile_pieces`); ``host``: the names the
+        launch's host loop values go by in the body (the host loop iterators, or
+        ``pm_h<k>``).  ``generic`` alone when those do not match the kernel's depth."""
+        tree, depth = full_tile_schedule(self.mapping.schedule, name, plan)
+        if len(host) != depth:
+            return generic
+        # the host runs the launch only for its host loop values: isl need not check them
+        known = launch_values(self.mapping.schedule, name)
+        build = self.build if known is None else _base_build(
+            self.context.align_params(known.get_space()).intersect_params(known))
+        full = drop_fixed_host_loops(self.block(_generate(build, tree, self)[1], True))
+        cond = ast_expr_to_expr(build.expr_from_set(
+            full_condition(self.mapping.schedule, tree, name)))
+        names = {f"{HOST_PARAM}{k}": Var(v) for k, v in enumerate(host)
+                 if v != f"{HOST_PARAM}{k}"}
+        if names:
+            full = rename_vars(full, names)
+            cond = substitute(cond, names)
+        return merge_pieces(full, generic, cond)
 
     def launch_site(self, name: str, call_node: isl.AstNode) -> list[kir.Stmt]:
         """Per-kernel mode: the host binds the launch's host loop values (the
@@ -402,6 +430,9 @@ class _Lowerer:
         assert n == depth, (n, depth)
         ast = _generate(self.build, schedule, self)[1]
         body = drop_fixed_host_loops(self.block(ast, True))
+        if plan.full_instances is not None:
+            body = self.with_full_tiles(name, plan, body,
+                                        [f"{HOST_PARAM}{k}" for k in range(depth)])
         outer, self.host_vars = self.host_vars, [f"{HOST_PARAM}{k}" for k in range(depth)]
         try:
             return self.make_kernel(name, plan, body)
@@ -510,7 +541,6 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
     the whole tree at once, or kernel by kernel (:mod:`.per_kernel`) when the plans
     ask for it (time tiles' launch sets), ``settings.per_kernel`` does, or the host
     part of the one-tree AST depends on block/thread ids."""
-    ctx = scop.context.get_ctx()
     split = copy_split_params([b for _d, b in mapping.copies.values()],
                               [p.block for p in mapping.plans.values()])
     ids_ctx = isl.Set(f"[{', '.join(_MAPPED_IDS + list(split))}] -> {{ : "
@@ -519,19 +549,17 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
                       + "".join(f" and 0 <= {v} < {n}" for v, n in split.items())
                       + " }")
     space = mapping.schedule.get_domain().get_space()
-    build = isl.AstBuild.from_context(
-        scop.context.align_params(space).intersect_params(ids_ctx.align_params(space)))
-    depth = 64
-    ids = isl.IdList.alloc(ctx, depth)
-    for i in range(depth):
-        ids = ids.add(isl.Id(f"pm_c{i}"))
-    build = build.set_iterators(ids)
+    context = scop.context.align_params(space).intersect_params(ids_ctx.align_params(space))
+    build = _base_build(context)
     if settings.per_kernel or any(p.launch_domain is not None for p in mapping.plans.values()):
         low, ast = _generate_per_kernel(build, scop, mapping, settings)
     else:
-        low, ast = _generate(build, mapping.schedule, _Lowerer(scop, mapping, settings))
+        low = _Lowerer(scop, mapping, settings)
+        low.build = build
+        low, ast = _generate(build, mapping.schedule, low)
         if host_depends_on_ids(ast, list(kernel_marks(mapping.schedule))):
             low, ast = _generate_per_kernel(build, scop, mapping, settings)
+    low.context = context              # (kernels are lowered while the host AST is)
     host = low.block(ast, False)
     # a temp no kernel reaches in global memory (a private local scalar kept in
     # registers, memory.registers) is neither allocated nor passed
@@ -543,6 +571,14 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
                        constants=dict(mapping.constants),
                        specialised={k: v for p in mapping.plans.values()
                                     for k, v in getattr(p, "specialised", {}).items()})
+
+
+def _base_build(context: isl.Set) -> isl.AstBuild:
+    """An AST build over ``context`` whose loop iterators are ``pm_c<depth>``."""
+    ids = isl.IdList.alloc(context.get_ctx(), 64)
+    for i in range(64):
+        ids = ids.add(isl.Id(f"pm_c{i}"))
+    return isl.AstBuild.from_context(context).set_iterators(ids)
 
 
 def _generate(build: isl.AstBuild, schedule: isl.Schedule, low: _Lowerer

@@ -66,7 +66,10 @@ class KernelPlan:
     local: LocalPlan | None = None       # --localise (seed 001)
     per_thread: tuple[int, ...] = ()     # points per thread per member (--tile T:t)
     jammed: bool = False                 # its point loops moved inside the sub-tile loops
-    full_tiles: bool = False             # full tiles generated apart (isl isolate option)
+    full_tiles: bool = False             # full tiles generated apart (pieces of the body)
+    #: the kernel's statement instances in full block tiles (:mod:`.full_tiles`), whose
+    #: code the lowering generates apart; None when the kernel is not split
+    full_instances: isl.UnionSet | None = None
     specialised: dict[str, int] = field(default_factory=dict)  # sizes the domain is fixed to
     #: the thread point loops of the kernel body are its members' (tile, threads) loops, so
     #: the lowering may keep one register per point a thread owns; False for the

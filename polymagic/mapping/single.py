@@ -39,7 +39,7 @@ from ..options import CompileOptions, per_thread_tile
 from ..schedule import ScheduleResult
 from ..scop import Scop
 from ..timeblock import TIME_TILES_MARK
-from .full_tiles import full_tiles, isolate_full_tiles
+from .full_tiles import full_tile_instances, full_tiles
 from .register_tiles import BLOCK_TILE, POINTS, compute_bound, split_fixed_statements
 from .observer import NO_OBSERVER, BandEvent, MappingObserver
 from .result import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, MARK_PREFIX, KernelPlan,
@@ -330,10 +330,12 @@ class SingleMapper(TimeKernels):
                 plan.jammed = True
                 full_set = full_tiles(full, host_prefix, domain, tiles[:m])
                 if full_set is not None and not full_set.is_empty():
-                    tile_band = inner.parent().parent()
-                    inner = isolate_full_tiles(tile_band, full_set,
-                                               tile_band.get_schedule_depth()).child(0).child(0)
-                    plan.full_tiles = True
+                    blocks = tile_sched.drop_dims(isl.dim_type.set, m, s) if s else tile_sched
+                    within = full_tile_instances(blocks, host_prefix, domain, full_set)
+                    # every tile full (sizes given, multiples of the tile): one piece
+                    if not within.is_empty() and not domain.is_subset(within):
+                        plan.full_instances = within
+                        plan.full_tiles = True
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(id_bounds(thread_ctx)))

@@ -197,6 +197,10 @@ class Explorer:
             self.runs[self._run_label(self.base, report)] = report
             self._last_run[self._label(self.base)] = report
         self._debounce = Debouncer(debounce_s, self._regenerate_safely)
+        # the first views show the compile just made: the controls spell its tiles and
+        # block out, options another compile would be keyed by (issue 22: the first
+        # visit compiled twice)
+        self._first: object | None = self.compiled
         self.regenerate()
 
     # ---- building ----------------------------------------------------------------
@@ -407,9 +411,10 @@ class Explorer:
         with self._busy:
             t0 = time.perf_counter()
             o = self.options()
-            cached = is_cached(self.source, o, self.language)
+            first, self._first = self._first, None
+            cached = first is not None or is_cached(self.source, o, self.language)
             try:
-                compiled = compile_source(self.source, o, language=self.language)
+                compiled = first or compile_source(self.source, o, language=self.language)
             except PolymagicError as e:
                 self._fail(e)
                 return {}
