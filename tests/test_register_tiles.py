@@ -173,3 +173,12 @@ def test_register_tile_machine_code(name, sizes, fma):
         assert m.fma_share >= 0.6, (k.kernel, m)
         assert m.fma / m.lds >= 4, (k.kernel, m)
         assert k.spill_stores == k.spill_loads == 0 and k.registers <= 255
+
+
+def test_a_mapped_loop_of_constant_small_extent_gets_no_register_tile():
+    """n-body's ``d < 3`` beside ``i``: a 128-wide tile of 3 points is not compute bound."""
+    src = (pathlib.Path(__file__).parent.parent / "benchmarks/kernels/nbody-potential.c").read_text()
+    opts = Options(sizes={"n": 40, "eps": 0.5})
+    compiled = compile_source(src, opts)
+    assert all(not any(t > 1 for t in p.per_thread) for p in compiled.mapping.plans.values())
+    assert run(compiled, opts).ok

@@ -12,6 +12,9 @@ The criterion (:func:`compute_bound`), on the band before tiling:
 * exactly two leading coincident members (the mapped loops, ``i`` and ``j``) and at
   least one further permutable member (the reduction ``k``, sub-tiled inside the
   block), the band rectangular (each member one source iterator);
+* neither mapped member's extent is a constant below its block tile (n-body's
+  ``d < 3`` beside ``i``: a 128-wide tile of 3 points wastes 125 of every 128
+  threads' registers);
 * for each of the two mapped members, some statement of the band reads a value whose
   subscripts do not involve that member's iterator but do involve a reduction
   member's: the value is reused across the other parallel loop at every ``k`` step
@@ -58,10 +61,32 @@ def _iterator_of(mupa: isl.MultiUnionPwAff, member: int, stmt: str) -> int | Non
     return out[0] if len(set(out)) == 1 else None
 
 
+def _small_extent(band: isl.MultiUnionPwAff, member: int, domain: isl.UnionSet,
+                  tile: int) -> bool:
+    """Whether ``member`` takes fewer than ``tile`` values for every size (its range
+    over ``domain`` has a constant width below ``tile``)."""
+    values = isl.UnionMap.from_union_pw_aff(band.get_at(member).intersect_domain(domain))
+    sets: list[isl.Set] = []
+    values.range().foreach_set(sets.append)
+    if len(sets) != 1:
+        return False
+    width = sets[0].dim_max(0).sub(sets[0].dim_min(0))
+    if not width.is_cst():
+        return False
+    small = [True]
+
+    def piece(_s: isl.Set, aff: isl.Aff) -> None:
+        small[0] = small[0] and aff.get_constant_val().to_python() < tile - 1
+    width.foreach_piece(piece)
+    return small[0]
+
+
 def compute_bound(scop: Scop, band: isl.MultiUnionPwAff, domain: isl.UnionSet,
                   n_coincident: int, n_members: int, permutable: bool) -> bool:
     """Whether the band is compute bound by the criterion of the module docstring."""
     if n_coincident != 2 or n_members <= 2 or not permutable:
+        return False
+    if any(_small_extent(band, d, domain, BLOCK_TILE[d]) for d in range(2)):
         return False
     reused = [False, False]
     sets: list[isl.Set] = []
