@@ -43,6 +43,8 @@ class Affine(BuilderState):
                      f"{len(subs)} subscript(s)", node)
         space = self.dom.get_space()
         pas = [self.aff(s, space, "subscript") for s in subs]
+        if base.name in self.splits:         # delinearised (frontend/c/pointers.py)
+            self.inner_bounds(node, base.name, pas)
         index = tuple(self.value(s) for s in subs)
         return E.Access(base.name, index), self.relation(pas, space, base.name)
 
