@@ -75,6 +75,28 @@ class InnerBound:
                        .to_python())
         return None
 
+    def explain(self, sizes: dict[str, int], value: int) -> str:
+        """Why the access cannot run at these sizes (``value``: from :meth:`violation`)."""
+        from .expr import CPrinter, evaluate
+        given = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "its constant sizes"
+        size = CPrinter()(self.size)
+        return (f"{self.written} was delinearised as {self.split}, which names the same "
+                f"element only when 0 <= {self.subscript} < {size}; with {given}, "
+                f"{self.subscript} reaches {value} (and {size} = "
+                f"{int(evaluate(self.size, dict(sizes)))}). Run it at sizes where each "
+                f"inner index stays below its dimension's size, or declare the array with "
+                f"its sizes (Grosser et al., ICS 2015, section 5)")
+
+
+def flat_violation(arrays: dict, sizes: dict[str, int]) -> tuple[InnerBound, int] | None:
+    """The first delinearisation condition of ``arrays`` that fails at ``sizes``."""
+    for arr in arrays.values():
+        for b in (arr.flat.bounds if arr.flat is not None else ()):
+            v = b.violation(sizes)
+            if v is not None:
+                return b, v
+    return None
+
 
 @dataclass(frozen=True)
 class FlatLayout:

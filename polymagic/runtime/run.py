@@ -50,10 +50,10 @@ import numpy as np
 from . import limits
 from ..dtypes import DTYPES
 from ..errors import DeviceError, InputError
-from ..expr import CPrinter, Var, evaluate
+from ..expr import Var, evaluate
 from ..notes import Note
 from ..options import Options
-from ..scop import Param, Scop
+from ..scop import Param, Scop, flat_violation
 from ..transfers.session import TransferStats
 
 if TYPE_CHECKING:
@@ -129,13 +129,14 @@ def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
     check_value_names(scop, options.sizes)
     notes: list[Note] = []
     given, origin = _given_arrays(scop, options, namespace, notes, where)
+    _check_overlap(scop, given, flat=False)
     sizes = _sizes(scop, options.sizes, given, defaults or {})
     shapes = _shapes(scop, sizes)
     limits.check_memory(scop, shapes, sizes)
     check_flat(scop, sizes)
     for name, a in given.items():
         given[name] = _fit(scop, name, a, shapes[name], sizes)
-    _check_overlap(scop, given)
+    _check_overlap(scop, given, flat=True)
     user = {n: a for n, a in given.items() if origin[n] == "namespace"}
     _check_writeable(scop, user)
     written = set(scop.written_arrays())
@@ -235,17 +236,20 @@ def _check_array(scop: Scop, p: Param, value, where: str) -> np.ndarray:
     return value
 
 
-def _check_overlap(scop: Scop, given: Mapping[str, np.ndarray]) -> None:
+def _check_overlap(scop: Scop, given: Mapping[str, np.ndarray], flat: bool) -> None:
     """Distinct C parameters must not share the elements they use when one of them
     is written: the model, like C's ``restrict``, assumes no aliasing (pointer
     parameters included, with or without ``restrict``: aliasing pointers would make
-    the dependences the model computed wrong).  Arrays here are already cut to the
-    elements used (:func:`_fit`); read-only ones may share."""
+    the dependences the model computed wrong); read-only ones may share.  Declared
+    arrays are checked as given (``flat=False``, before their shapes); pairs with a
+    flat buffer once it is cut to the elements used (``flat=True``, :func:`_fit`)."""
     written = set(scop.written_arrays())
     items = list(given.items())
     for i, (n1, a1) in enumerate(items):
         for n2, a2 in items[i + 1:]:
-            if (n1 in written or n2 in written) and np.shares_memory(a1, a2):
+            pair_flat = scop.arrays[n1].flat is not None or scop.arrays[n2].flat is not None
+            if pair_flat == flat and (n1 in written or n2 in written) and \
+                    np.shares_memory(a1, a2):
                 ptr = [n for n in (n1, n2) if scop.arrays[n].flat is not None]
                 why = (f" (polymagic assumes pointer parameters do not alias, as restrict "
                        f"says, and checks it: {' and '.join(ptr)} "
@@ -352,18 +356,10 @@ def check_flat(scop: Scop, sizes: Mapping[str, int]) -> None:
     section 5): each inner subscript of a split access stays below its dimension's
     size, else the split would name other elements than the flat subscript."""
     env = {**scop.constants, **sizes}
-    for arr in scop.arrays.values():
-        for b in (arr.flat.bounds if arr.flat is not None else ()):
-            v = b.violation(env)
-            if v is not None:
-                size = int(evaluate(b.size, env))
-                raise InputError(
-                    f"line {b.line}, column {b.col}: {b.written} was delinearised as "
-                    f"{b.split}, which names the same element only when 0 <= {b.subscript} "
-                    f"< {CPrinter()(b.size)}; "
-                    f"{_with(sizes)} {b.subscript} reaches {v} (the size is {size}). "
-                    f"Run it at sizes where each inner index stays below its dimension's "
-                    f"size, or declare the array with its sizes")
+    bad = flat_violation(scop.arrays, env)
+    if bad is not None:
+        b, v = bad
+        raise InputError(f"line {b.line}, column {b.col}: {b.explain(dict(sizes), v)}")
 
 
 def _fit(scop: Scop, name: str, a: np.ndarray, expected: tuple[int, ...],
