@@ -296,6 +296,11 @@ class _Delin:
                 params = tuple(x for x in m if x in self.size_names)
                 if params and len(params) < len(m):
                     terms.add(params)
+        if not terms:
+            # constant subscripts in the outer dimensions only (A[2*n*m + 3*m + k]):
+            # the products of parameters give the sizes then
+            terms = {m for _, p in polys for m in p
+                     if m and all(x in self.size_names for x in m)}
         first = next(n for n, p in polys if self.nonlinear(p))
         if not terms:
             self.err(f"cannot delinearise the subscripts of '{name}': no product of a loop "

@@ -103,6 +103,11 @@ class Pointers(BuilderState):
                 self.arrays[name] = dataclasses.replace(arr, shape=(E.Int(1), *inner),
                                                         flat=layout)
                 continue
+            # the sizes the subscripts use are assumed >= 1, as declared extents' are
+            self.context = self._assume_positive_names(
+                {touched.get_dim_name(isl.dim_type.param, k)
+                 for k in range(touched.dim(isl.dim_type.param))
+                 if touched.involves_dims(isl.dim_type.param, k, 1)})
             touched = touched.intersect_params(self.context)
             ls = isl.LocalSpace.from_space(touched.get_space())
             below = isl.Constraint.inequality_alloc(ls).set_coefficient_val(
