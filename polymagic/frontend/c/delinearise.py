@@ -32,7 +32,8 @@ the model, the dependences and the generated code see ``A[i][k]`` of an array
 whose inner extents are the sizes, exactly as for a declared ``A[n][n]``; the
 generated kernels index it row-major (``A[i * n + k]``), i.e. the caller's flat
 buffer.  Arrays whose subscripts are already affine (``A[i*N + j]`` with a
-``#define N``) are left as they are.
+``#define N``) are left as they are; an affine subscript written with products that
+cancel (``(0*n + 2)*m``) is rewritten as the affine sum it is.
 """
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def delinearise(ast: c_ast.FileAST, source: str, constants: dict[str, E.Expr],
         s = d.plan(name, nodes)
         if s is not None:
             splits[name] = s
-    if not splits:
+    if not d.parts:
         return ast, {}
     body = d.rewrite(fd.body, splits)
     new = c_ast.FuncDef(fd.decl, fd.param_decls, body, fd.coord)
@@ -284,6 +285,9 @@ class _Delin:
             except _Fail:
                 return None
         if not any(self.nonlinear(p) for _, p in polys):
+            for n, p in polys:       # products that cancel ((0*n + 2)*m): affine, said so
+                if self.products(n.subscript):
+                    self.parts[id(n)] = [p]
             return None
         for n in nodes:
             if not isinstance(n.name, c_ast.ID):
@@ -337,7 +341,10 @@ class _Delin:
 
         def node(n):
             if isinstance(n, c_ast.ArrayRef) and id(n) in self.parts and \
-                    isinstance(n.name, c_ast.ID) and n.name.name in splits:
+                    n.name.name not in splits:          # affine, written with products
+                return c_ast.ArrayRef(copy.copy(n.name), self.build(self.parts[id(n)][0],
+                                                                    n.subscript), n.coord)
+            if isinstance(n, c_ast.ArrayRef) and id(n) in self.parts:
                 parts = self.parts[id(n)]
                 out: c_ast.Node = copy.copy(n.name)
                 for part in parts:
