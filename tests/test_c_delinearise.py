@@ -220,3 +220,24 @@ def test_cli_with_sizes_only(tmp_path, capsys):
     assert main(["cuda", str(r), "--size", "n=8,m=9"]) != 0
     err = capsys.readouterr().err
     assert "line 4, column 7" in err and "j reaches 8" in err
+
+
+def test_the_fuzzers_flat_forms_are_read_back():
+    """The fuzzer's flat-buffer and index-macro renderings (tests/fuzz/program.py)
+    parse, every array a pointer whose accesses were delinearised (or left 1-d when
+    affine); their runs against the CPU are the fuzz campaign's."""
+    from fuzz import generator
+    from fuzz.program import render_flat, used_names
+    split = 0
+    for seed in range(16):
+        program = generator.generate(seed)
+        source, sizes = render_flat(program, macros=seed % 2 == 1, pad=seed % 3)
+        scop = parse_c(source)
+        used = used_names(program)
+        for a in program.arrays:
+            if a.name in used:
+                assert scop.arrays[a.name].flat is not None and \
+                    1 <= len(scop.arrays[a.name].shape) <= a.rank
+                split += len(scop.arrays[a.name].shape) > 1
+        assert set(sizes) == set(scop.size_params)
+    assert split >= 6
