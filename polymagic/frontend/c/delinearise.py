@@ -59,8 +59,8 @@ class Split:
     name: str
     sizes: tuple[Mono, ...]                     # inner dimensions' sizes, outer first
     #: id of each rewritten access node -> (the access as written, as split, line,
-    #: the user's column)
-    texts: dict[int, tuple[str, str, int, int]] = field(default_factory=dict)
+    #: the user's column, each subscript as split)
+    texts: dict[int, tuple[str, str, int, int, tuple[str, ...]]] = field(default_factory=dict)
 
     @property
     def size_exprs(self) -> tuple[E.Expr, ...]:
@@ -351,9 +351,10 @@ class _Delin:
                     out = c_ast.ArrayRef(out, self.build(part, n.subscript), n.coord)
                 sp = splits[n.name.name]
                 line, col = n.coord.line, self.user_column(n.coord.line, n.coord.column)
+                subs = tuple(self.show(p) for p in parts)
                 sp.texts[id(out)] = (self.written(n, line, col),
-                                     n.name.name + "".join(f"[{self.show(p)}]" for p in parts),
-                                     line, col)
+                                     n.name.name + "".join(f"[{t}]" for t in subs),
+                                     line, col, subs)
                 return out
             return map_children(n, lambda c, _s, _l: node(c))
         return node(body)

@@ -45,7 +45,7 @@ class Pointers(BuilderState):
 
     pointer_decls: tuple[c_ast.Decl, ...] = ()
     splits: dict[str, Split] = {}
-    #: per split array: (access node id, inner dimension, the subscript's values)
+    #: (split array, access node id, inner dimension, the subscript's values)
     pending: tuple[tuple[str, int, int, isl.Set], ...] = ()
 
     def pointer_param(self, a: c_ast.Decl) -> None:
@@ -136,9 +136,8 @@ class Pointers(BuilderState):
         for arr, node_id, k, vals in self.pending:
             if arr != name:
                 continue
-            written, shown, line, col = split.texts[node_id]
-            size = split.size_exprs[k - 1]
-            sub = shown.split("[")[k + 1].rstrip("]")
+            written, shown, line, col, subs = split.texts[node_id]
+            size, sub = split.size_exprs[k - 1], subs[k]
             vals = vals.intersect_params(self.context)
             runs = vals.params()
             if runs.is_empty():
