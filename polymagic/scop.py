@@ -40,6 +40,74 @@ class Param:
     ctype: str           # element type for arrays, the type otherwise
 
 
+@dataclass(frozen=True)
+class InnerBound:
+    """One condition that makes a delinearised access exact (Grosser et al., ICS
+    2015, section 5): over the statement's instances, the inner subscript
+    ``subscript`` of ``split`` stays in ``0 <= subscript < size``."""
+    line: int
+    col: int
+    written: str                 # the access as written, e.g. "A[i*n + j]"
+    split: str                   # as the model reads it, e.g. "A[i][j]"
+    subscript: str               # the inner subscript, e.g. "j"
+    size: Expr                   # its dimension's size, e.g. n
+    values: isl.Set              # [params] -> { [v] }: the subscript's values
+
+    def violation(self, sizes: dict[str, int]) -> int | None:
+        """A value of the subscript outside ``[0, size)`` at these sizes (None when
+        every value is inside, or when the sizes do not fix every parameter)."""
+        from .expr import evaluate
+        vals = self.values
+        for k in range(vals.dim(isl.dim_type.param)):
+            name = vals.get_dim_name(isl.dim_type.param, k)
+            if name not in sizes:
+                return None
+            vals = vals.fix_val(isl.dim_type.param, k,
+                                isl.Val.int_from_si(vals.get_ctx(), int(sizes[name])))
+        size = int(evaluate(self.size, dict(sizes)))
+        hi = vals.lower_bound_val(isl.dim_type.set, 0, isl.Val.int_from_si(vals.get_ctx(), size))
+        if not hi.is_empty():
+            return int(hi.lexmax().sample_point().get_coordinate_val(isl.dim_type.set, 0)
+                       .to_python())
+        lo = vals.upper_bound_val(isl.dim_type.set, 0, isl.Val.int_from_si(vals.get_ctx(), -1))
+        if not lo.is_empty():
+            return int(lo.lexmin().sample_point().get_coordinate_val(isl.dim_type.set, 0)
+                       .to_python())
+        return None
+
+    def explain(self, sizes: dict[str, int], value: int) -> str:
+        """Why the access cannot run at these sizes (``value``: from :meth:`violation`)."""
+        from .expr import CPrinter, evaluate
+        given = ", ".join(f"{k}={v}" for k, v in sizes.items()) or "its constant sizes"
+        size = CPrinter()(self.size)
+        return (f"{self.written} was delinearised as {self.split}, which names the same "
+                f"element only when 0 <= {self.subscript} < {size}; with {given}, "
+                f"{self.subscript} reaches {value} (and {size} = "
+                f"{int(evaluate(self.size, dict(sizes)))}). Run it at sizes where each "
+                f"inner index stays below its dimension's size, or declare the array with "
+                f"its sizes (Grosser et al., ICS 2015, section 5)")
+
+
+def flat_violation(arrays: dict, sizes: dict[str, int]) -> tuple[InnerBound, int] | None:
+    """The first delinearisation condition of ``arrays`` that fails at ``sizes``."""
+    for arr in arrays.values():
+        for b in (arr.flat.bounds if arr.flat is not None else ()):
+            v = b.violation(sizes)
+            if v is not None:
+                return b, v
+    return None
+
+
+@dataclass(frozen=True)
+class FlatLayout:
+    """An array parameter the caller passes as a flat (1-d) buffer, seen by the
+    model as ``Array.shape`` in row-major order: a pointer parameter ``T *p``
+    (the buffer holds at least the shape's product of elements) or a declared 1-d
+    array whose subscripts were delinearised (exactly ``declared`` elements)."""
+    declared: Expr | None = None         # the declared 1-d extent; None for a pointer
+    bounds: tuple[InnerBound, ...] = ()  # what makes the delinearisation exact
+
+
 @dataclass
 class Array:
     name: str
@@ -47,6 +115,7 @@ class Array:
     shape: tuple[Expr, ...]      # extents as expressions of the size parameters
     kind: str = "param"          # 'param' (function argument) or 'temp' (expanded scalar)
     line: int = 0                # where it was declared
+    flat: FlatLayout | None = None   # a flat buffer behind the shape (pointer, delinearised)
 
     @property
     def dtype(self) -> str:

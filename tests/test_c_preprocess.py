@@ -93,10 +93,11 @@ def test_standard_header_declarations_do_not_reach_the_front_end():
     ("#include <math.h>\nvoid f(int n, double A[n], double B[n]) {\n"
      "  for (int i = 0; i < n; i++)\n    B[i]   =  M_PI * A[i] + nothere;\n}\n",
      4, 29, "undeclared variable 'nothere'"),
-    # ... inside the macro's expansion, the macro's name (flat indexing gets a hint)
-    ("#define IDX(i, j) ((i)*m + (j))\nvoid f(int n, int m, double *A, double *B) {\n"
+    # ... inside the macro's expansion, the macro's name (a flat index that cannot be
+    # delinearised: its strides m and n do not divide one another)
+    ("#define IDX(i, j) ((i)*m + (j)*n)\nvoid f(int n, int m, double *A, double *B) {\n"
      "  for (int i = 0; i < n; i++)\n    for (int j = 0; j < m; j++)\n"
-     "      B[IDX(i, j)] = A[i];\n}\n", 5, 9, "flat indexing such as A[i*n + j]"),
+     "      B[IDX(i, j)] = A[i];\n}\n", 5, 9, "cannot delinearise the subscripts of 'B'"),
     # the line of a missing header
     ("#include <math.h>\n#include \"nothere.h\"\nvoid f(int n, double A[n]) {\n}\n",
      2, 10, "nothere.h"),

@@ -32,13 +32,13 @@ from ..codegen.cpu_c import CacheModel, CpuCode, print_cpu
 from ..codegen.cuda import print_cuda
 from ..codegen.host import print_host_python
 from ..deps import Dependences, compute_dependences
-from ..errors import CompileError, PolymagicError
+from ..errors import CompileError, PolymagicError, UnsupportedError
 from ..frontend import parse
 from ..mapping import MappingResult
 from ..notes import Note
 from ..options import CompileOptions, Options
 from ..schedule import ScheduleResult, compute_schedule
-from ..scop import Scop
+from ..scop import Scop, flat_violation
 from .lowering import Lowered, map_and_lower
 from .recurrence import RecurrenceChoice, choose, without
 
@@ -116,6 +116,7 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
     options = _compile_options(options)
     hit = _cached_compile(source, language, options)
     if hit is not None:
+        _check_flat_sizes(hit.scop, options)
         return hit
     if options.cpu_code:
         return _with_cpu(source, language, options)
@@ -123,6 +124,7 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
     log = _StageLogger()
     scop = log.run("parse", "parsing", lambda: parse(source, language),
                    _describe_scop, key=("parse", source, language))
+    _check_flat_sizes(scop, options)
     deps = log.run("dependences", "dependence analysis",
                    lambda: compute_dependences(scop, options.deps),
                    _describe_deps, key=("deps", source, language, options.deps))
@@ -169,6 +171,15 @@ def _with_cpu(source: str, language: str, options: CompileOptions) -> Compiled:
                        notes=base.notes + cpu.notes)
     _remember(source, language, options, compiled)
     return compiled
+
+
+def _check_flat_sizes(scop: Scop, options: CompileOptions) -> None:
+    """A delinearised access that is not exact at the given sizes is refused at its
+    line and column before any code is made (frontend/c/delinearise.py)."""
+    bad = flat_violation(scop.arrays, {**scop.constants, **options.sizes})
+    if bad is not None:
+        b, v = bad
+        raise UnsupportedError(b.explain(dict(options.sizes), v), b.line, b.col, scop.source)
 
 
 def _lower_recurrence(source: str, language: str, scop: Scop, deps: Dependences,

@@ -6,9 +6,17 @@ the magic binds.  One run:
 1. **Inputs** (:func:`prepare_inputs`).  Arrays named like the C parameters come
    from the namespace (the notebook's variables) or from ``--inputs FILE.npz``
    (which wins over the namespace); their dtype must equal the C element type and
-   their shape the declared extents.  Size parameters come from ``--size``, else
-   from the shapes of the given arrays (extents that are a plain size parameter),
-   all of which must agree.  Arrays nobody gave are seeded random: floats uniform
+   their shape the declared extents.  A pointer parameter (``double *x``) takes a
+   1-d array of at least the elements its accesses need (the first ones are used),
+   or an array of exactly the model's shape; a delinearised one (``A[i*n + k]``
+   read as ``A[i][k]``, :mod:`polymagic.frontend.c.delinearise`) is seen as that
+   shape, row-major, through a view of the caller's buffer, after its
+   delinearisation conditions are checked at the sizes (:func:`check_flat`).
+   Size parameters come from ``--size``, else from the shapes of the given arrays
+   (extents that are a plain size parameter), all of which must agree (a pointer's
+   length gives a size only when nothing else does).  Arrays must not overlap in
+   the elements used when one of them is written (the C code, like ``restrict``,
+   assumes no aliasing; two read-only arguments may share memory).  Arrays nobody gave are seeded random: floats uniform
    in [0.5, 1.5) — away from zero, so divisions and LU-like kernels stay well
    conditioned and relative errors stay meaningful — and ints in [0, 10).  Each
    random array or scalar depends only on the seed and its name (its own stream),
@@ -46,7 +54,7 @@ from ..errors import DeviceError, InputError
 from ..expr import Var, evaluate
 from ..notes import Note
 from ..options import Options
-from ..scop import Param, Scop
+from ..scop import Param, Scop, flat_violation
 from ..transfers.session import TransferStats
 
 if TYPE_CHECKING:
@@ -124,12 +132,14 @@ def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
     check_value_names(scop, options.sizes)
     notes: list[Note] = []
     given, origin = _given_arrays(scop, options, namespace, notes, where)
-    _check_overlap(given)
+    _check_overlap(scop, given, flat=False)
     sizes = _sizes(scop, options.sizes, given, defaults or {})
     shapes = _shapes(scop, sizes)
     limits.check_memory(scop, shapes, sizes)
+    check_flat(scop, sizes)
     for name, a in given.items():
-        _check_shape(name, a, shapes[name], sizes)
+        given[name] = _fit(scop, name, a, shapes[name], sizes)
+    _check_overlap(scop, given, flat=True)
     user = {n: a for n, a in given.items() if origin[n] == "namespace"}
     _check_writeable(scop, user)
     written = set(scop.written_arrays())
@@ -223,20 +233,33 @@ def _check_array(scop: Scop, p: Param, value, where: str) -> np.ndarray:
         raise InputError(f"{p.name}: dtype {value.dtype} does not match the C type "
                          f"{decl.ctype} (expected {decl.dtype}; use "
                          f"{p.name}.astype(numpy.{decl.dtype}))")
-    if value.ndim != len(decl.shape):
+    if value.ndim != len(decl.shape) and not (decl.flat is not None and value.ndim == 1):
         raise InputError(f"{p.name}: {value.ndim}-d array for a {len(decl.shape)}-d C parameter "
                          f"(shape {value.shape})")
     return value
 
 
-def _check_overlap(given: Mapping[str, np.ndarray]) -> None:
-    """Distinct C parameters must not share memory (the C code assumes no aliasing)."""
+def _check_overlap(scop: Scop, given: Mapping[str, np.ndarray], flat: bool) -> None:
+    """Distinct C parameters must not share the elements they use when one of them
+    is written: the model, like C's ``restrict``, assumes no aliasing (pointer
+    parameters included, with or without ``restrict``: aliasing pointers would make
+    the dependences the model computed wrong); read-only ones may share.  Declared
+    arrays are checked as given (``flat=False``, before their shapes); pairs with a
+    flat buffer once it is cut to the elements used (``flat=True``, :func:`_fit`)."""
+    written = set(scop.written_arrays())
     items = list(given.items())
     for i, (n1, a1) in enumerate(items):
         for n2, a2 in items[i + 1:]:
-            if np.shares_memory(a1, a2):
-                raise InputError(f"{n1} and {n2} share memory; pass separate arrays "
-                                 f"(e.g. {n2}.copy())")
+            pair_flat = scop.arrays[n1].flat is not None or scop.arrays[n2].flat is not None
+            if pair_flat == flat and (n1 in written or n2 in written) and \
+                    np.shares_memory(a1, a2):
+                ptr = [n for n in (n1, n2) if scop.arrays[n].flat is not None]
+                why = (f" (polymagic assumes pointer parameters do not alias, as restrict "
+                       f"says, and checks it: {' and '.join(ptr)} "
+                       f"{'is a pointer' if len(ptr) == 1 else 'are pointers'})" if ptr else "")
+                raise InputError(f"{n1} and {n2} share memory in the elements {scop.name} "
+                                 f"uses, and {n1 if n1 in written else n2} is written{why}; "
+                                 f"pass separate arrays (e.g. {n2}.copy())")
 
 
 def _sizes(scop: Scop, values: Mapping, given: Mapping[str, np.ndarray],
@@ -275,8 +298,18 @@ def _infer_sizes(scop: Scop, given: Mapping[str, np.ndarray], known: set[str]
     """Sizes read off array shapes where an extent is a plain size parameter; every
     array that determines a size must agree."""
     seen: dict[str, tuple[int, str]] = {}
+    pointers: dict[str, tuple[int, str]] = {}
     for name, a in given.items():
-        for k, ext in enumerate(scop.arrays[name].shape):
+        decl = scop.arrays[name]
+        if decl.flat is not None and a.ndim == 1:
+            ext = decl.shape[0]
+            if len(decl.shape) == 1 and decl.flat.declared is None and isinstance(ext, Var) \
+                    and ext.name in scop.size_params and ext.name not in known:
+                v = int(a.shape[0])          # a pointer: at least this long; the shortest
+                if ext.name not in pointers or v < pointers[ext.name][0]:
+                    pointers[ext.name] = (v, f"len({name})")
+            continue
+        for k, ext in enumerate(decl.shape):
             if not (isinstance(ext, Var) and ext.name in scop.size_params) or ext.name in known:
                 continue
             v = int(a.shape[k])
@@ -285,6 +318,8 @@ def _infer_sizes(scop: Scop, given: Mapping[str, np.ndarray], known: set[str]
                 raise InputError(f"the shapes disagree on {ext.name}: {prev[1]} gives "
                                  f"{ext.name}={prev[0]}, {name}.shape[{k}] gives {v}")
             seen.setdefault(ext.name, (v, f"{name}.shape[{k}]"))
+    for n, v in pointers.items():
+        seen.setdefault(n, v)
     return {n: v for n, (v, _) in seen.items()}
 
 
@@ -317,6 +352,46 @@ def _shapes(scop: Scop, sizes: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
                              f"every extent must be at least 1")
         out[p.name] = shape
     return out
+
+
+def check_flat(scop: Scop, sizes: Mapping[str, int]) -> None:
+    """The delinearisation conditions at these sizes (Grosser et al., ICS 2015,
+    section 5): each inner subscript of a split access stays below its dimension's
+    size, else the split would name other elements than the flat subscript."""
+    env = {**scop.constants, **sizes}
+    bad = flat_violation(scop.arrays, env)
+    if bad is not None:
+        b, v = bad
+        raise InputError(f"line {b.line}, column {b.col}: {b.explain(dict(sizes), v)}")
+
+
+def _fit(scop: Scop, name: str, a: np.ndarray, expected: tuple[int, ...],
+         sizes: Mapping[str, int]) -> np.ndarray:
+    """The caller's array as the model's shape: itself when the shapes are equal; for
+    a flat buffer (a pointer, a delinearised array) given 1-d, a row-major view of
+    its first elements."""
+    flat = scop.arrays[name].flat
+    if flat is None or (a.ndim == len(expected) > 1) or \
+            (a.ndim == 1 and len(expected) == 1 and flat.declared is not None):
+        _check_shape(name, a, expected, sizes)
+        return a
+    need = int(np.prod(expected))
+    if flat.declared is not None:
+        declared = int(evaluate(flat.declared, {**scop.constants, **sizes}))
+        if a.shape[0] != declared:
+            raise InputError(f"{name}: shape {tuple(a.shape)} does not match the declaration, "
+                             f"which gives ({declared},) {_with(sizes)}")
+        if declared < need:
+            raise InputError(f"{name} is declared with {declared} elements {_with(sizes)}, but "
+                             f"{scop.name} uses it as a {expected} row-major array "
+                             f"({need} elements)")
+    elif a.shape[0] < need:
+        shown = f"as a {expected} row-major array" if len(expected) > 1 else \
+            f"elements 0 to {need - 1}"
+        raise InputError(f"{name}: {a.shape[0]} elements are too few: {scop.name} uses "
+                         f"the pointer parameter {shown} {_with(sizes)}, which needs at "
+                         f"least {need} elements")
+    return a[:need].reshape(expected)
 
 
 def _check_shape(name: str, a: np.ndarray, expected: tuple[int, ...],

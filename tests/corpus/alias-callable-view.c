@@ -1,6 +1,6 @@
 // expect: - share memory
 // options: --size N=4,M=4
-// namespace: {"A": ["float32", [4, 4]], "B": "=A[:, :]"}
+// namespace: {"C": ["float32", [4, 4]], "B": "=C[:, :]"}
 // via: callable
 void sgemm(int N, int M, float C[N][M], float A[N][N], float B[N][M]) {
   for (int i = 0; i < N; i++)

@@ -621,3 +621,97 @@ def python_renderable(program: Program) -> bool:
 def render_python(program: Program) -> str | None:
     """The program as a Python function, or None when it has no Python equivalent."""
     return _PyPrinter(program).render() if python_renderable(program) else None
+
+
+# ---- the same program on flat buffers (issue 19: C as people write it) ------------
+
+class _FlatPrinter(_Printer):
+    """Renders a Program as C on flat buffers: every array a pointer parameter
+    (``double *A``, ``const`` when only read), its subscripts linearised row-major
+    (``A[(i) * N + (j)]``) or, with ``macros``, through an index macro per array
+    (``#define A_IDX(i0, i1) ((i0) * ld_A1 + (i1))``).  An inner dimension's stride
+    is its size parameter when its extent is exactly one that its subscripts do not
+    mention, else a leading-dimension parameter ``ld_A1`` run at the extent plus
+    ``pad`` (BLAS's ``lda``: the delinearisation's conditions then hold only for
+    the sizes given, a check at run time).  The front end must delinearise every
+    access back (polymagic.frontend.c.delinearise)."""
+
+    def __init__(self, program: Program, macros: bool, pad: int):
+        super().__init__(program)
+        self.macros = macros
+        self.stride: dict[tuple[str, int], str] = {}
+        self.extra: dict[str, int] = {}          # leading-dimension parameters' values
+        self.owner: dict[str, str] = {}          # leading-dimension parameter -> array
+        sizes = program.size_values()
+        mentioned: dict[tuple[str, int], set[str]] = {}
+        for n in walk(program.body):
+            for r in node_refs(n):
+                for d, s in enumerate(r.subs):
+                    mentioned.setdefault((r.array, d), set()).update(s.names())
+        for a in program.arrays:
+            for d in range(1, a.rank):
+                ext = {k: c for k, c in self.layout.extent[(a.name, d)].items() if c}
+                name = next(iter(ext)) if len(ext) == 1 else ""
+                if name in sizes and ext[name] == 1 and \
+                        name not in mentioned.get((a.name, d), set()) and not pad:
+                    self.stride[(a.name, d)] = name
+                else:
+                    ld = f"ld_{a.name}{d}"
+                    self.stride[(a.name, d)] = ld
+                    self.extra[ld] = lin_eval(self.layout.extent[(a.name, d)], sizes) + pad
+                    self.owner[ld] = a.name
+
+    def ref(self, r: Ref) -> str:
+        a = self.p.array(r.array)
+        if not r.subs or a is None or a.rank < 2:
+            return super().ref(r)
+        subs = [s.plus(lin_aff(self.layout.offset[(r.array, d)])).render()
+                for d, s in enumerate(r.subs)]
+        if self.macros:
+            return f"{r.array}[{r.array}_IDX({', '.join(subs)})]"
+        flat = subs[0]
+        for d in range(1, len(subs)):
+            flat = f"({flat}) * {self.stride[(r.array, d)]} + ({subs[d]})"
+        return f"{r.array}[{flat}]"
+
+    def signature(self) -> str:
+        used = used_names(self.p)
+        written = {n.target.array for n in walk(self.p.body) if isinstance(n, Stmt)}
+        params = [f"int {s}" for s, _ in self.p.sizes if s in used]
+        params += [f"int {ld}" for ld in self.extra if self.owner[ld] in used]
+        params += [f"double {s}" for s in self.p.scalars if s in used]
+        for a in self.p.arrays:
+            if a.name in used:
+                const = "" if a.name in written else "const "
+                params.append(f"{const}{a.ctype} *{a.name}")
+        return f"void {self.p.name}({', '.join(params)})"
+
+    def render(self) -> str:
+        used = used_names(self.p)
+        self.lines = []
+        if self.macros:
+            for a in self.p.arrays:
+                if a.rank >= 2 and a.name in used:
+                    args = [f"i{d}" for d in range(a.rank)]
+                    flat = "(i0)"
+                    for d in range(1, a.rank):
+                        flat = f"({flat} * {self.stride[(a.name, d)]} + (i{d}))"
+                    self.lines.append(f"#define {a.name}_IDX({', '.join(args)}) {flat}")
+        self.lines.append(self.signature() + " {")
+        self.block(self.p.body, 1)
+        self.lines.append("}")
+        return "\n".join(self.lines) + "\n"
+
+    def sizes(self) -> dict[str, int]:
+        """The size values the rendered function takes (leading dimensions too)."""
+        used = used_names(self.p)
+        out = dict(used_sizes(self.p))
+        out.update({ld: v for ld, v in self.extra.items() if self.owner[ld] in used})
+        return out
+
+
+def render_flat(program: Program, macros: bool = False, pad: int = 0
+                ) -> tuple[str, dict[str, int]]:
+    """The program on flat buffers (:class:`_FlatPrinter`) and its sizes."""
+    p = _FlatPrinter(program, macros, pad)
+    return p.render(), p.sizes()

@@ -27,7 +27,7 @@ import numpy as np
 from . import generator, space
 from .case import PASS, REFUSED, SKIPPED, Case, Outcome
 from .pool import Pool
-from .program import Program, render, render_python, used_sizes
+from .program import Program, render, render_flat, render_python, used_sizes
 
 #: Options whose small values may legitimately be refused ("does not fit").
 LIMIT_OPTIONS = ("--device-mem", "--shared-mem")
@@ -175,9 +175,11 @@ def program_job(seed: int, arg_lists: list[list[str]]) -> Iterator[tuple[Case, O
         case = Case(render(program), used_sizes(program), arg_lists[0], seed, 0)
         yield case, Outcome(classify(e), f"{type(e).__name__}: {e}", time.perf_counter() - t0)
         return
-    sizes = used_sizes(program)
-    for args in arg_lists:
+    for k, args in enumerate(arg_lists):
         source, args = program_source(program, args)
+        sizes = used_sizes(program)
+        if "--python" not in args:
+            source, sizes = flat_form(program, source, sizes, seed, k)
         case = Case(source, sizes, args, seed, program.origin.get("attempt", 0))
         yield case                          # announced: a timeout blames this case
         yield case, run_case(case)
@@ -194,6 +196,24 @@ def program_source(program: Program, args: list[str]) -> tuple[str, list[str]]:
             return py, args
         args = [a for a in args if a != "--python"]
     return render(program), args
+
+
+#: how often a C case is drawn on flat buffers (pointers, A[(i) * N + (j)]) and
+#: through index macros (#define A_IDX(i0, i1) ...): issue 19's C as people write it
+FLAT_P, MACRO_P = 0.15, 0.1
+
+
+def flat_form(program: Program, source: str, sizes: dict, seed: int, k: int
+              ) -> tuple[str, dict]:
+    """The ``k``-th case's source and sizes: the program as rendered, or on flat
+    buffers (plain or through index macros, leading dimensions padded in a third of
+    them), drawn from a stream of its own so the option draws stay as they were."""
+    rng = random.Random(f"polymagic-fuzz-flat-{seed}-{k}")
+    u = rng.random()
+    if u >= FLAT_P + MACRO_P or not program.arrays:
+        return source, sizes
+    pad = rng.choice((0, 0, 1, 3))
+    return render_flat(program, macros=u >= FLAT_P, pad=pad)
 
 
 def _resolve_localise(c_source: str, args: list[str]) -> list[str]:

@@ -24,10 +24,14 @@ Decisions other stages rely on
 * ``const`` and ``restrict`` qualifiers on array parameters are accepted and
   ignored (a ``const`` array may not be written); a pointer parameter is a 1-d array
   whose extent is inferred from the accesses (:mod:`.pointers`).
+* A 1-d array (pointer or declared) indexed ``A[i*n + j]`` with a size parameter
+  ``n`` is delinearised into ``A[i][j]`` of a 2-d array ``[?][n]``
+  (:mod:`.delinearise`); its ``Array.flat`` says the caller passes a flat buffer.
 
 The front end is split along the walk's seams: :mod:`.source` (text to AST,
 positions kept), :mod:`.inline` (the kernel and its inlined helpers), :mod:`.views`
-(local pointers into arrays), :mod:`.subset` (the accepted C by name), :mod:`.symbols` (names,
+(local pointers into arrays), :mod:`.delinearise` (flat subscripts split into
+dimensions), :mod:`.subset` (the accepted C by name), :mod:`.symbols` (names,
 scopes and the walk's state), :mod:`.declarations` (signature and locals),
 :mod:`.statements` (dispatch and assignments), :mod:`.control` (loops, ifs and
 the schedule), :mod:`.affine` (isl expressions) and :mod:`.values` (right-hand
@@ -41,6 +45,7 @@ from ...scop import Scop
 from .affine import Affine
 from .control import ControlFlow
 from .declarations import Declarations
+from .delinearise import delinearise
 from .inline import split_kernel
 from .limits import check_limits
 from .mayaccess import MayAccesses
@@ -80,7 +85,10 @@ def parse_c(source: str) -> Scop:
 def _build(source: str, pre) -> Scop:
     """The Scop of the preprocessed cell (see :func:`parse_c`)."""
     ast = local_pointers(split_kernel(parse(pre.text, source), source, pre.constants), source)
+    ast, splits = delinearise(ast, source, pre.constants,
+                              lambda line, col: pre.user_column(line, col) or col)
     b = Builder(source, pre)
+    b.splits = splits
     fd = b.function(ast)
     b.names.visit(fd)
     for name, decl in b.names.declared.items():     # hygiene: polymagic.names

@@ -54,6 +54,8 @@ class Affine(BuilderState):
             rel = self.may_relation(space, base.name, node)
             self.ref_may = True
             return E.Access(base.name, index), rel
+        if base.name in self.splits:         # delinearised (frontend/c/pointers.py)
+            self.inner_bounds(node, base.name, pas)
         index = tuple(self.value(s) for s in subs)
         self.ref_may = False
         return E.Access(base.name, index), self.relation(pas, space, base.name)
@@ -124,9 +126,10 @@ class Affine(BuilderState):
         why = ""
         if what == "subscript" and bad.reason == "product of two non-constant terms" and \
                 self._mentions_size(bad.node):
-            why = (" (flat indexing such as A[i*n + j] with a size parameter n is not "
-                   "analysed yet: declare the array with its sizes, double A[m][n], and "
-                   "write A[i][j])")
+            why = (" (flat indexing such as A[i*n + j] with a size parameter n is "
+                   "delinearised only on a pointer or 1-d array whose subscripts are all sums "
+                   "of products of loop iterators, int parameters and constants: else "
+                   "declare the array with its sizes, double A[m][n], and write A[i][j])")
         if what == "loop bound" and bad.reason.startswith("depends on the values"):
             why = (" (data-dependent loop bounds are not supported: the iterations of "
                    "every loop must follow from the sizes and the enclosing iterators)")

@@ -136,7 +136,8 @@ class Declarations(BuilderState):
         ctype = ELEM_TYPES[tn]
         self.params.append(Param(a.name, "array", ctype))
         self.arrays[a.name] = Array(a.name, ctype, tuple(dims), "param", a.coord.line)
-        self.scopes[0][a.name] = Sym("array", a.name, ctype, rank=len(dims),
+        rank = self.flat_rank(a.name) if len(dims) == 1 else len(dims)   # delinearised
+        self.scopes[0][a.name] = Sym("array", a.name, ctype, rank=rank,
                                      const="const" in (a.quals or []))
 
     def extent(self, node: c_ast.Node) -> E.Expr:
