@@ -380,8 +380,11 @@ def top_level_nests(scop: Scop) -> list[isl.UnionSet]:
     source, in source order: the first dimension of the 2d+1 source schedule."""
     nests: dict[int, isl.UnionSet] = {}
     for s in scop.statements:
-        m = isl.Map.from_union_map(scop.schedule.intersect_domain(isl.UnionSet.from_set(
-            isl.Set.universe(s.domain.get_space()))))
+        um = scop.schedule.intersect_domain(isl.UnionSet.from_set(
+            isl.Set.universe(s.domain.get_space())))
+        if um.is_empty():       # a statement that never runs (``i % 2 == 1 && i % 2 == 0``)
+            continue
+        m = isl.Map.from_union_map(um)
         first = m.range().project_out(isl.dim_type.set, 1, m.dim(isl.dim_type.out) - 1)
         c0 = int(first.sample_point().get_coordinate_val(isl.dim_type.set, 0).to_python())
         d = isl.UnionSet.from_set(s.domain)
