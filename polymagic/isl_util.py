@@ -136,15 +136,39 @@ class TimedOut(Exception):
     """:func:`in_child` ran out of time (the computation was abandoned)."""
 
 
+#: a child of :func:`in_child` that has run this many times its CPU limit in wall
+#: time without using it (blocked, not computing) is killed all the same
+WALL_FACTOR = 20
+_POLL_S = 0.02
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_of(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (``/proc``), None where
+    they cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
 def in_child(fn: Callable[[], _T], seconds: float) -> _T:
-    """``fn()`` computed in a forked child process, killed after ``seconds``.
+    """``fn()`` computed in a forked child process, killed after ``seconds`` of CPU time.
 
     barvinok's counting (``card()``) does not honour isl's operation budget
     (:class:`OperationBudget`), so a parametric count can run for minutes (seed
     001's 2d Gauss-Seidel with a window of 2); a child that can be killed bounds
     it.  ``fn`` must return something picklable (e.g. an isl object's string, read
     back in the parent).  Raises :class:`TimedOut` past the limit, ``isl.Error``
-    when ``fn`` raised one; without ``fork`` it simply calls ``fn()``."""
+    when ``fn`` raised one; without ``fork`` it simply calls ``fn()``.
+
+    The limit is the child's CPU time (read from ``/proc``), so a loaded machine,
+    which slows the wall clock several times, changes neither the result nor which
+    computations give up (issue 18); a child that does not compute (blocked) is
+    killed after :data:`WALL_FACTOR` times ``seconds`` of wall time.  Where ``/proc``
+    is missing the limit is wall time."""
     if not hasattr(os, "fork"):
         return fn()
     r, w = os.pipe()
@@ -167,13 +191,17 @@ def in_child(fn: Callable[[], _T], seconds: float) -> _T:
             view = view[os.write(w, view):]
         os._exit(0)
     os.close(w)
-    chunks, deadline = [], time.monotonic() + seconds
+    chunks, start = [], time.monotonic()
     try:
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([r], [], [], left)[0]:
-                os.kill(pid, signal.SIGKILL)
-                raise TimedOut(f"gave up after {seconds:g} s")
+            if not select.select([r], [], [], _POLL_S)[0]:
+                cpu, wall = _cpu_of(pid), time.monotonic() - start
+                spent = wall > seconds if cpu is None else (
+                    cpu > seconds or wall > seconds * WALL_FACTOR + 1.0)
+                if spent:
+                    os.kill(pid, signal.SIGKILL)
+                    raise TimedOut(f"gave up after {seconds:g} s")
+                continue
             chunk = os.read(r, 1 << 16)
             if not chunk:
                 break
