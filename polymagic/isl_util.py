@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import resource
 import select
 import signal
 import time
@@ -139,19 +140,6 @@ class TimedOut(Exception):
 #: a child of :func:`in_child` that has run this many times its CPU limit in wall
 #: time without using it (blocked, not computing) is killed all the same
 WALL_FACTOR = 20
-_POLL_S = 0.02
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _cpu_of(pid: int) -> float | None:
-    """User + system CPU seconds of process ``pid`` so far (``/proc``), None where
-    they cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / _TICK
 
 
 def in_child(fn: Callable[[], _T], seconds: float) -> _T:
@@ -164,11 +152,11 @@ def in_child(fn: Callable[[], _T], seconds: float) -> _T:
     back in the parent).  Raises :class:`TimedOut` past the limit, ``isl.Error``
     when ``fn`` raised one; without ``fork`` it simply calls ``fn()``.
 
-    The limit is the child's CPU time (read from ``/proc``), so a loaded machine,
-    which slows the wall clock several times, changes neither the result nor which
-    computations give up (issue 18); a child that does not compute (blocked) is
-    killed after :data:`WALL_FACTOR` times ``seconds`` of wall time.  Where ``/proc``
-    is missing the limit is wall time."""
+    The limit is the child's CPU time (a ``SIGPROF`` interval timer in the child,
+    whose default action ends it), so a loaded machine, which slows the wall clock
+    several times, changes neither the result nor which computations give up
+    (issue 18); a child that does not compute (blocked) is killed after
+    :data:`WALL_FACTOR` times ``seconds`` of wall time."""
     if not hasattr(os, "fork"):
         return fn()
     r, w = os.pipe()
@@ -183,36 +171,43 @@ def in_child(fn: Callable[[], _T], seconds: float) -> _T:
     if pid == 0:                             # the child: compute, send, leave at once
         os.close(r)
         try:
-            data = pickle.dumps((True, fn()))
+            signal.signal(signal.SIGPROF, signal.SIG_DFL)      # the timer ends the child
+            signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-6))    # 0 would disarm it
+            value = fn()
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            used = resource.getrusage(resource.RUSAGE_SELF)     # this child's own, exact
+            late = used.ru_utime + used.ru_stime > seconds       # (the timer ticks coarser)
+            data = pickle.dumps(("late", None) if late else ("ok", value))
         except BaseException as e:           # noqa: BLE001 - reported to the parent
-            data = pickle.dumps((False, f"{type(e).__name__}: {e}"))
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            data = pickle.dumps(("error", f"{type(e).__name__}: {e}"))
         view = memoryview(data)
         while view:
             view = view[os.write(w, view):]
         os._exit(0)
     os.close(w)
-    chunks, start = [], time.monotonic()
+    chunks, deadline = [], time.monotonic() + seconds * WALL_FACTOR + 1.0
     try:
         while True:
-            if not select.select([r], [], [], _POLL_S)[0]:
-                cpu, wall = _cpu_of(pid), time.monotonic() - start
-                spent = wall > seconds if cpu is None else (
-                    cpu > seconds or wall > seconds * WALL_FACTOR + 1.0)
-                if spent:
-                    os.kill(pid, signal.SIGKILL)
-                    raise TimedOut(f"gave up after {seconds:g} s")
-                continue
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([r], [], [], left)[0]:
+                os.kill(pid, signal.SIGKILL)
+                raise TimedOut(f"gave up after {seconds:g} s")
             chunk = os.read(r, 1 << 16)
             if not chunk:
                 break
             chunks.append(chunk)
     finally:
         os.close(r)
-        os.waitpid(pid, 0)
+        status = os.waitpid(pid, 0)[1]
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPROF:
+        raise TimedOut(f"gave up after {seconds:g} s of CPU time")
     if not chunks:
         raise isl.Error("the counting process ended without a result")
-    ok, value = pickle.loads(b"".join(chunks))
-    if not ok:
+    kind, value = pickle.loads(b"".join(chunks))
+    if kind == "late":
+        raise TimedOut(f"gave up after {seconds:g} s of CPU time")
+    if kind == "error":
         raise isl.Error(value)
     return value
 

@@ -9,6 +9,7 @@ with isl equality.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import islpy as isl
@@ -135,7 +136,10 @@ def test_bad_loop_and_window():
 
 # ---- generated code: --localise LOOP[:w] ----------------------------------------------
 
+@functools.lru_cache(maxsize=None)
 def _run(path, sizes, *extra):
+    """The CLI's --json report of one run (a subprocess: the CLI end to end); the
+    same command twice in this module runs once (results are deterministic)."""
     import json
     import subprocess
     import sys
