@@ -54,7 +54,8 @@ def fresh_cache():
 # Wall time on a shared 2-core machine says little about what a test costs; the
 # CPU time of the process and its waited-for children (gcc, the fork-guarded
 # emulator, notebook kernels) does.  ``--cpu-durations=N`` prints the N costliest
-# tests and the per-file totals; ``--cpu-json=PATH`` writes every test's figure.
+# tests and the per-file totals; ``--cpu-json=PATH`` appends every test's figure as
+# it ends (a run stopped half-way still leaves its figures).
 
 def pytest_addoption(parser):
     group = parser.getgroup("polymagic")
@@ -62,7 +63,8 @@ def pytest_addoption(parser):
                     help="show the N tests with the most CPU time (self + children), "
                          "and CPU time per file")
     group.addoption("--cpu-json", default=None, metavar="PATH",
-                    help="write each test's CPU seconds (setup + call + teardown) to PATH")
+                    help="append each test's CPU seconds (setup + call + teardown) to PATH "
+                         "as it ends, one JSON object a line")
 
 
 _CPU_BY_TEST: dict = {}
@@ -74,15 +76,16 @@ def pytest_runtest_protocol(item, nextitem):
     start = cpu_seconds()
     yield
     _CPU_BY_TEST[item.nodeid] = cpu_seconds() - start
+    path = item.config.getoption("--cpu-json")
+    if path:
+        import json
+        with open(path, "a") as f:
+            f.write(json.dumps({"test": item.nodeid, "cpu_s": round(_CPU_BY_TEST[item.nodeid], 3)})
+                    + "\n")
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     n = config.getoption("--cpu-durations")
-    path = config.getoption("--cpu-json")
-    if path:
-        import json
-        with open(path, "w") as f:
-            json.dump(_CPU_BY_TEST, f, indent=0, sort_keys=True)
     if n is None or not _CPU_BY_TEST:
         return
     tr = terminalreporter
