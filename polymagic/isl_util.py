@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import resource
 import select
 import signal
 import time
@@ -136,15 +137,26 @@ class TimedOut(Exception):
     """:func:`in_child` ran out of time (the computation was abandoned)."""
 
 
+#: a child of :func:`in_child` that has run this many times its CPU limit in wall
+#: time without using it (blocked, not computing) is killed all the same
+WALL_FACTOR = 20
+
+
 def in_child(fn: Callable[[], _T], seconds: float) -> _T:
-    """``fn()`` computed in a forked child process, killed after ``seconds``.
+    """``fn()`` computed in a forked child process, killed after ``seconds`` of CPU time.
 
     barvinok's counting (``card()``) does not honour isl's operation budget
     (:class:`OperationBudget`), so a parametric count can run for minutes (seed
     001's 2d Gauss-Seidel with a window of 2); a child that can be killed bounds
     it.  ``fn`` must return something picklable (e.g. an isl object's string, read
     back in the parent).  Raises :class:`TimedOut` past the limit, ``isl.Error``
-    when ``fn`` raised one; without ``fork`` it simply calls ``fn()``."""
+    when ``fn`` raised one; without ``fork`` it simply calls ``fn()``.
+
+    The limit is the child's CPU time (a ``SIGPROF`` interval timer in the child,
+    whose default action ends it), so a loaded machine, which slows the wall clock
+    several times, changes neither the result nor which computations give up
+    (issue 18); a child that does not compute (blocked) is killed after
+    :data:`WALL_FACTOR` times ``seconds`` of wall time."""
     if not hasattr(os, "fork"):
         return fn()
     r, w = os.pipe()
@@ -159,15 +171,22 @@ def in_child(fn: Callable[[], _T], seconds: float) -> _T:
     if pid == 0:                             # the child: compute, send, leave at once
         os.close(r)
         try:
-            data = pickle.dumps((True, fn()))
+            signal.signal(signal.SIGPROF, signal.SIG_DFL)      # the timer ends the child
+            signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-6))    # 0 would disarm it
+            value = fn()
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            used = resource.getrusage(resource.RUSAGE_SELF)     # this child's own, exact
+            late = used.ru_utime + used.ru_stime > seconds       # (the timer ticks coarser)
+            data = pickle.dumps(("late", None) if late else ("ok", value))
         except BaseException as e:           # noqa: BLE001 - reported to the parent
-            data = pickle.dumps((False, f"{type(e).__name__}: {e}"))
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            data = pickle.dumps(("error", f"{type(e).__name__}: {e}"))
         view = memoryview(data)
         while view:
             view = view[os.write(w, view):]
         os._exit(0)
     os.close(w)
-    chunks, deadline = [], time.monotonic() + seconds
+    chunks, deadline = [], time.monotonic() + seconds * WALL_FACTOR + 1.0
     try:
         while True:
             left = deadline - time.monotonic()
@@ -180,11 +199,15 @@ def in_child(fn: Callable[[], _T], seconds: float) -> _T:
             chunks.append(chunk)
     finally:
         os.close(r)
-        os.waitpid(pid, 0)
+        status = os.waitpid(pid, 0)[1]
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGPROF:
+        raise TimedOut(f"gave up after {seconds:g} s of CPU time")
     if not chunks:
         raise isl.Error("the counting process ended without a result")
-    ok, value = pickle.loads(b"".join(chunks))
-    if not ok:
+    kind, value = pickle.loads(b"".join(chunks))
+    if kind == "late":
+        raise TimedOut(f"gave up after {seconds:g} s of CPU time")
+    if kind == "error":
         raise isl.Error(value)
     return value
 

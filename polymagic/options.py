@@ -124,7 +124,7 @@ class ScheduleOptions(_Frozen):
     #: N = 37 loads 6845 elements there against 10952 superposed); False runs every
     #: kernel through the superposed tree (tests, the fuzzer's campaigns)
     require_gain: bool = True
-    #: wall-clock seconds one isl scheduler attempt may take (its ILPs ignore the
+    #: CPU seconds one isl scheduler attempt may take (its ILPs ignore the
     #: operation budget, fuzz finding 32); past it Feautrier's scheduler is asked
     schedule_seconds: float = 10.0
     #: isl operations allowed per scheduling call (prevents hangs)

@@ -1,10 +1,13 @@
 """The differential fuzzer in CI (tests/fuzz/, see its package docstring).
 
-* A seeded campaign of :data:`CI_CASES` random (program, options) cases, run on
-  all cores with per-case timeouts, must show no failure other than the known,
-  already-reported ones (tests/fuzz/known.py).  It takes about 1–2 minutes on an
-  idle 2-core machine; it has no wall-clock budget (a loaded machine makes it
-  slower, not failing), each case is capped in CPU time.
+* A short seeded smoke campaign of :data:`CI_CASES` random (program, options)
+  cases, run on all cores with per-case CPU-time caps, must show no failure other
+  than the known, already-reported ones (tests/fuzz/known.py).  It has no
+  wall-clock budget (a loaded machine makes it slower, not failing).  The long
+  campaigns live in benchmarks (issue 18); the 300-case campaign this test ran
+  until session 10 (about 4 CPU minutes) is::
+
+      python benchmarks/fuzz.py --cases 300 --seed 20240 --timeout 60 --allow-known
 * A planted mapping bug — every band member treated as parallel — must be caught
   within 200 cases, which shows the campaign has teeth.
 """
@@ -19,7 +22,7 @@ from fuzz import runner, shrink
 from polymagic import compiler
 from polymagic.mapping import single
 
-CI_CASES = 300
+CI_CASES = 30         # five programs x six option draws: a smoke, not a campaign
 CI_SEED = 20240
 CI_TIMEOUT_S = 60
 WORKERS = max(2, min(4, os.cpu_count() or 2))

@@ -9,6 +9,7 @@ with isl equality.
 """
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import islpy as isl
@@ -135,7 +136,10 @@ def test_bad_loop_and_window():
 
 # ---- generated code: --localise LOOP[:w] ----------------------------------------------
 
+@functools.lru_cache(maxsize=None)
 def _run(path, sizes, *extra):
+    """The CLI's --json report of one run (a subprocess: the CLI end to end); the
+    same command twice in this module runs once (results are deterministic)."""
     import json
     import subprocess
     import sys
@@ -270,18 +274,28 @@ def test_sor_wavefront_block_keeps_2m_plus_1():
     assert any("lc0_A[11]" in n for n in out["notes"])
 
 
+def _spin():
+    while True:
+        pass
+
+
 def test_in_child_returns_raises_and_times_out():
     """barvinok ignores isl's operation budget, so counts run in a child process
-    that is killed past its time limit (isl_util.in_child)."""
+    that is killed past its time limit (isl_util.in_child): a limit in the child's
+    CPU time, so a loaded machine does not make it give up sooner (issue 18); a
+    child that blocks instead of computing is killed after WALL_FACTOR times it."""
     import time as _time
+    from cpu_clock import cpu_seconds
     from polymagic.isl_util import TimedOut, in_child
     assert in_child(lambda: str(isl.Set("{ [i] : 0 <= i < 5 }").card()), 30) == "{ 5 }"
     with pytest.raises(isl.Error):
         in_child(lambda: isl.Set("{ [i] : "), 30)
-    t0 = _time.monotonic()
+    c0 = cpu_seconds()
     with pytest.raises(TimedOut):
-        in_child(lambda: _time.sleep(30), 0.2)
-    assert _time.monotonic() - t0 < 10
+        in_child(_spin, 0.3)
+    assert 0.25 <= cpu_seconds() - c0 < 5      # the child's CPU (waited for), then killed
+    with pytest.raises(TimedOut):
+        in_child(lambda: _time.sleep(60), 0.1)  # blocked: killed at 20 x 0.1 + 1 s of wall
 
 
 def test_gauss_seidel_window_two_is_bounded():

@@ -144,6 +144,20 @@ def test_resource_limits_are_refused_fast_with_a_location(body, where, what):
         assert (e.value.line, e.value.col) == where
 
 
+def test_a_thousand_statement_function_is_refused_within_two_seconds():
+    """The issue's case: a function of 1,000 statements (each its own loop nest) ran
+    for minutes and 3.6 GB before refusing; compile_source refuses it at once, naming
+    the statement past the limit."""
+    body = "".join(f"  for (int i{k} = 0; i{k} < N; i{k}++)\n    A[i{k}] = {k}.0;\n"
+                   for k in range(1000))
+    t0 = cpu_seconds()
+    with pytest.raises(SourceError) as e:
+        compile_source("void f(int N, double A[N]) {\n" + body + "}\n",
+                       parse_options("--size N=8"))
+    assert cpu_seconds() - t0 < 2.0
+    assert "statement count" in str(e.value) and e.value.line is not None
+
+
 def test_sources_within_the_limits_parse():
     parse_c(HEAD + "    A[i] = " + "(" * 60 + "A[i]" + ")" * 60 + ";\n}\n")
 
@@ -202,6 +216,17 @@ def test_missing_cuda_headers_is_one_line_naming_the_package(stand_in):
         gpu.GpuModule(stand_in.compiled)
     assert gpu.HEADERS_PACKAGE in str(e.value) and "\n" not in str(e.value)
     assert not gpu._RAW_MODULES
+
+
+def test_the_gpu_extra_brings_the_headers_package():
+    """``pip install polymagic[gpu]`` brings the CUDA runtime headers CuPy compiles
+    against (the package the missing-headers error names), beside CuPy itself."""
+    import tomllib
+    extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["gpu"]
+    names = {d.split(";")[0].split("[")[0].split("<")[0].split(">")[0].split("=")[0].strip()
+             for d in extra}
+    assert gpu.HEADERS_PACKAGE in names and any(n.startswith("cupy") for n in names), extra
 
 
 def test_sticky_cuda_error_drops_the_cached_modules(stand_in):

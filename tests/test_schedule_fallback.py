@@ -1,4 +1,4 @@
-"""isl's scheduler under a wall-clock limit (fuzz finding 32): its integer programs
+"""isl's scheduler under a CPU-time limit (fuzz finding 32): its integer programs
 ignore isl's operation budget, so each attempt runs in a child process first; past
 ``schedule_seconds`` (a hidden schedule option) Feautrier's scheduler is asked, and
 past that too the source order is used.  Every fallback schedule must still map, run

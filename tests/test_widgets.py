@@ -151,7 +151,7 @@ def test_debouncer_runs_once_after_a_burst():
         d()
         time.sleep(0.02)
     assert d.pending
-    deadline = time.perf_counter() + 5
+    deadline = time.perf_counter() + 120     # a hang guard, not a time limit (issue 18)
     while not calls and time.perf_counter() < deadline:
         time.sleep(0.02)
     time.sleep(0.3)
@@ -165,7 +165,7 @@ def test_debounced_explorer_regenerates_once():
     for v in (8, 12, 16, 20):
         ex.controls["tile0"].value = v
     assert len(ex.timings) == n and "regenerating" in ex.status.value
-    deadline = time.perf_counter() + 30
+    deadline = time.perf_counter() + 600     # a hang guard: a loaded machine is slow
     while len(ex.timings) == n and time.perf_counter() < deadline:
         time.sleep(0.05)
     time.sleep(0.3)
@@ -213,7 +213,7 @@ def test_updates_from_a_real_kernel_are_debounced(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     km, kc = jc.start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
     try:
-        def run(code: str, timeout: float = 120) -> str:
+        def run(code: str, timeout: float = 600) -> str:   # hang guards, not time limits
             msg_id = kc.execute(code)
             out = []
             deadline = time.monotonic() + timeout
@@ -241,7 +241,7 @@ def test_updates_from_a_real_kernel_are_debounced(tmp_path):
                                          "buffer_paths": []}}))
             time.sleep(0.05)
         out = ""
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 600
         while time.monotonic() < deadline:
             time.sleep(0.5)
             out = run("print(len(ex.timings), ex.controls['tile0'].value, "

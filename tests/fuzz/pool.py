@@ -6,7 +6,9 @@ case it starts: a timeout is blamed on it) or a result pair ``(case, outcome)``.
 The pool streams results back over pipes.  The timeout is CPU time (the worker's
 and its waited-for children's, read from ``/proc``), so a loaded machine, where a
 case gets a fraction of a core, does not trip it; a worker that sleeps (a
-deadlock) is caught by a wall-clock cap of ``wall_factor`` times the timeout.  A
+deadlock) is caught by a wall-clock cap of ``wall_factor`` (20) times the timeout:
+20, not less, because at a load of 10 on 2 cores a case gets a fifth of a core or
+less, and a case near its CPU limit must not be caught by the wall clock.  A
 worker past either gets SIGUSR1 (:mod:`faulthandler` writes its Python stack, so the
 timeout says where it hung) and is then killed and replaced.  Why processes, and
 why kill: a hang inside isl or inside generated C cannot be interrupted from
@@ -88,7 +90,7 @@ class Pool:
     wall seconds catch a worker that hangs without using the CPU."""
 
     def __init__(self, workers: int = 2, timeout: float = 120.0, recycle: int = 200,
-                 setup: Callable | None = None, wall_factor: float = 5.0):
+                 setup: Callable | None = None, wall_factor: float = 20.0):
         self.n = workers
         self.timeout = timeout
         self.wall_factor = wall_factor
