@@ -60,7 +60,7 @@ demo: $(STAMP)
 	$(VPY) -m polymagic run examples/gemm.c --size N=200
 
 test: $(STAMP)
-	$(VPY) -m pytest -q tests
+	$(VPY) -m pytest -q -n auto tests
 
 browser-test: $(STAMP)
 	@echo "browser-test: needs playwright and jupyterlab (pip, into $(VENV)) and Chromium (Debian's"
