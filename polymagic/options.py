@@ -642,10 +642,12 @@ def merge_option_lines(lines: list[list[str]]) -> argparse.Namespace:
     (the ``%polycuda`` line magic's notebook defaults, then a cell's line): a later
     option replaces an earlier one and clears its opposite (``--shared all`` after a
     default ``--no-shared``); ``--size`` and ``--show`` accumulate (a later size of
-    the same name wins).  Raises :class:`OptionsError` on a malformed line."""
+    the same name wins).  Raises :class:`OptionsError` on a malformed line, or on one
+    that contradicts itself (``--localise i --no-localise`` in one cell)."""
     ns = make_parser().parse_args([])
     base = vars(make_parser().parse_args([]))
     for argv in lines:
+        _conflicts(make_parser().parse_args(argv))
         for dest, value in _given(argv).items():
             for other in _OPPOSITES.get(dest, ()):
                 setattr(ns, other, base[other])

@@ -231,7 +231,6 @@ def intra_tile_order(full: isl.UnionMap, validity: isl.UnionMap, m: int
       every member's distance is >= 0 in the permutable band, so their sum is > 0
       for every dependence that is not between equal points).
     """
-    n = 2 * m + 1
     bs = [f"b{k}" for k in range(m)]
     par = bs[1:]
     tries = [("statements", [bs[0], "pos"] + par,
