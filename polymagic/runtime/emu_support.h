@@ -342,6 +342,23 @@ static __attribute__((noreturn)) void pm_race(const char *space, const char *nam
           pm_G.launch_no, pm_S.phase_no);
 }
 
+/* An access that writes (a write, or an atomic update) against the cell's earlier
+ * writes and reads: the conflicts every writing mode checks. */
+static inline void pm_write_conflicts(pm_cell *c, uint32_t lf, int mode, const char *space,
+                                      const char *name, long long lin, int nd,
+                                      const long long *idx, uint32_t B, uint32_t P, int t) {
+  if (c->wb >= lf) {
+    if (c->wb != B) pm_race(space, name, lin, nd, idx, mode, "write", c->wb, c->wt, 0);
+    if (c->wp == P && c->wt != t) pm_race(space, name, lin, nd, idx, mode, "write", B, c->wt, 1);
+  }
+  if (c->rb >= lf) {
+    if (c->rb != B) pm_race(space, name, lin, nd, idx, mode, "read", c->rb, c->rt, 0);
+    if (c->rp == P && c->rt != t) pm_race(space, name, lin, nd, idx, mode, "read", B, c->rt, 1);
+    if (c->rmp == P) pm_race(space, name, lin, nd, idx, mode, "read", B, c->rmt, 1);
+  }
+  if (c->rx >= lf) pm_race(space, name, lin, nd, idx, mode, "read", c->rx, c->rxt, 0);
+}
+
 /* Check and record an access to one cell.  mode 0 read, 1 write, 2 both, 3 atomic
  * read-modify-write: atomic updates of one element by several threads are no race
  * (the GPU serialises them), an atomic update and any other access in one barrier
@@ -351,16 +368,7 @@ static inline void pm_shadow(pm_cell *c, uint32_t lf, int mode, const char *spac
   const uint32_t B = pm_S.B, P = pm_S.P;
   const int t = pm_S.cur->lin;
   if (mode == 3) {
-    if (c->wb >= lf) {
-      if (c->wb != B) pm_race(space, name, lin, nd, idx, mode, "write", c->wb, c->wt, 0);
-      if (c->wp == P && c->wt != t) pm_race(space, name, lin, nd, idx, mode, "write", B, c->wt, 1);
-    }
-    if (c->rb >= lf) {
-      if (c->rb != B) pm_race(space, name, lin, nd, idx, mode, "read", c->rb, c->rt, 0);
-      if (c->rp == P && c->rt != t) pm_race(space, name, lin, nd, idx, mode, "read", B, c->rt, 1);
-      if (c->rmp == P) pm_race(space, name, lin, nd, idx, mode, "read", B, c->rmt, 1);
-    }
-    if (c->rx >= lf) pm_race(space, name, lin, nd, idx, mode, "read", c->rx, c->rxt, 0);
+    pm_write_conflicts(c, lf, mode, space, name, lin, nd, idx, B, P, t);
     c->ab = B; c->ap = P; c->at = (uint16_t)t;
     return;
   }
@@ -379,16 +387,7 @@ static inline void pm_shadow(pm_cell *c, uint32_t lf, int mode, const char *spac
     c->rb = B; c->rp = P; c->rt = (uint16_t)t;
   }
   if (mode != 0) {                                        /* a write */
-    if (c->wb >= lf) {
-      if (c->wb != B) pm_race(space, name, lin, nd, idx, mode, "write", c->wb, c->wt, 0);
-      if (c->wp == P && c->wt != t) pm_race(space, name, lin, nd, idx, mode, "write", B, c->wt, 1);
-    }
-    if (c->rb >= lf) {
-      if (c->rb != B) pm_race(space, name, lin, nd, idx, mode, "read", c->rb, c->rt, 0);
-      if (c->rp == P && c->rt != t) pm_race(space, name, lin, nd, idx, mode, "read", B, c->rt, 1);
-      if (c->rmp == P) pm_race(space, name, lin, nd, idx, mode, "read", B, c->rmt, 1);
-    }
-    if (c->rx >= lf) pm_race(space, name, lin, nd, idx, mode, "read", c->rx, c->rxt, 0);
+    pm_write_conflicts(c, lf, mode, space, name, lin, nd, idx, B, P, t);
     c->wb = B; c->wp = P; c->wt = (uint16_t)t;
   }
 }
