@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ctypes
 import shlex
-import time
 from pathlib import Path
 from typing import Mapping
 
@@ -28,7 +27,7 @@ import numpy as np
 
 from . import ccompile, guard
 from ..dtypes import DTYPES
-from ..errors import CompileError, InputError, UnsupportedError, UserCodeError
+from ..errors import CompileError, InputError, UnsupportedError
 from ..scop import Param, Scop
 
 PRELUDE = """\
@@ -160,14 +159,7 @@ class CpuReference:
         """Call the function (arrays modified in place); returns the call's seconds.
         UserCodeError when the user's code faults (division by zero, ...)."""
         argv = self.arguments(args)
-        fault = (ctypes.c_int * 2)()
-        t0 = time.perf_counter()
-        rc = self._fn(fault, *argv)
-        dt = time.perf_counter() - t0
-        if rc != 0:
-            raise UserCodeError(guard.fault_message(fault[0], fault[1], self.scop,
-                                                    "the CPU reference"), fault[0], fault[1])
-        return dt
+        return guard.call(self._fn, argv, self.scop, "the CPU reference")
 
 
 __all__ = ["CpuReference", "build_library", "reference_source", "cache_dir",

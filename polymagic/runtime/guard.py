@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import ctypes
 import signal
+import time
 from typing import Sequence
 
 from .. import expr as E
+from ..errors import UserCodeError
 from ..scop import Scop
 
 GUARD_C = r"""
@@ -185,3 +187,16 @@ def fault_message(sig: int, code: int, scop: Scop | None, who: str) -> str:
 
 
 __all__ = ["GUARD_C", "wrapper_c", "install", "fault_message", "integer_divisions"]
+
+
+def call(fn, argv: Sequence[object], scop: Scop | None, who: str) -> float:
+    """Call a guarded entry point (its first argument the ``int[2]`` fault record the
+    wrapper fills); returns the call's seconds, or raises :class:`UserCodeError`
+    naming the fault in the user's terms (:func:`fault_message`)."""
+    fault = (ctypes.c_int * 2)()
+    t0 = time.perf_counter()
+    rc = fn(fault, *argv)
+    dt = time.perf_counter() - t0
+    if rc != 0:
+        raise UserCodeError(fault_message(fault[0], fault[1], scop, who), fault[0], fault[1])
+    return dt

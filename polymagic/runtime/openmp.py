@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import time
 from typing import Mapping
 
 import numpy as np
@@ -28,7 +27,6 @@ from .cpu import _argtype, load_library
 from .emulator import _one_thread
 from ..codegen.cpu_c import CpuCode
 from ..dtypes import DTYPES
-from ..errors import UserCodeError
 from ..scop import Scop
 
 #: optimisation flags of the CPU target (see the module docstring)
@@ -82,15 +80,8 @@ class OpenmpModule:
                 argv.append(ctypes.c_void_p(v.ctypes.data))
             else:
                 argv.append(_argtype(p)(v))
-        fault = (ctypes.c_int * 2)()
         with _one_thread(bool(guard.integer_divisions(self.scop))):
-            t0 = time.perf_counter()
-            rc = self._fn(fault, *argv)
-            dt = time.perf_counter() - t0
-        if rc != 0:
-            raise UserCodeError(guard.fault_message(fault[0], fault[1], self.scop,
-                                                    "the OpenMP target"), fault[0], fault[1])
-        return dt
+            return guard.call(self._fn, argv, self.scop, "the OpenMP target")
 
     def describe_threads(self) -> str:
         return (f"up to {self.threads} OpenMP thread(s) (fewer while other processes "
