@@ -7,8 +7,9 @@
 #     bash scripts/gpu_evidence.sh wheels
 # Then on the device, one part per call (run tool: carry [".whl"]), logs and JSON in $OUT:
 #     bash scripts/gpu_evidence.sh tests       # pytest -m gpu, then every example on the GPU
+# or everything a first look needs in one call: bash scripts/gpu_first.sh 330
 #     bash scripts/gpu_evidence.sh gemm        # gemm fp32 N=4096 TFLOP/s vs cupy.matmul
-#     bash scripts/gpu_evidence.sh suite       # benchmarks/run_all.py --preset large (480 s)
+#     bash scripts/gpu_evidence.sh suite [large] # benchmarks/run_all.py, medium sizes (480 s)
 #     bash scripts/gpu_evidence.sh sanitize    # compute-sanitizer over every suite kernel
 #     bash scripts/gpu_evidence.sh transfers   # packed vs whole-array transfers end to end
 set -uo pipefail
@@ -41,26 +42,15 @@ case "$part" in
   tests)
     timeout 300 python3 -m pytest -q -m gpu tests/test_runtime.py 2>&1 | tee "$out/pytest-gpu.log"
     for f in examples/*.c; do
-      timeout 60 python3 -m polymagic run "$f" --target gpu --json --size "$(python3 - "$f" <<'EOF'
-import re, sys; sys.path.insert(0, "benchmarks")
-from suite import SUITE
-name = sys.argv[1].split("/")[-1][:-2]
-k = {k.name: k for k in SUITE}.get(name)
-if k:
-    print(",".join(f"{a}={b}" for a, b in k.sizes("medium").items()))
-else:   # not in the suite: 128 for each of the example's own int parameters
-    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", open(sys.argv[1]).read(), flags=re.S)
-    head = text.split("{", 1)[0]
-    print(",".join(f"{n}=128" for n in re.findall(r"\bint\s+([A-Za-z_]\w*)\s*[,)]", head)))
-EOF
-)" > "$out/run-$(basename "$f" .c).json" 2>&1
+      timeout 60 python3 -m polymagic run "$f" --target gpu --json \
+        --size "$(python3 scripts/example_sizes.py "$f")" > "$out/run-$(basename "$f" .c).json" 2>&1
       echo "$f: exit $?"
     done | tee "$out/examples.log"
     ;;
   gemm)
     timeout 560 python3 benchmarks/gemm_tflops.py --n 4096 2>&1 | tee "$out/gemm.log" ;;
   suite)
-    timeout 570 python3 benchmarks/run_all.py --target gpu --preset large --time-budget 480 \
+    timeout 570 python3 benchmarks/run_all.py --target gpu --preset "${2:-medium}" --time-budget 480 \
       --out "$out/run_all.json" --markdown "$out/run_all.md" --plot "$out/run_all.png" \
       2>&1 | tail -60 ;;
   sanitize)
