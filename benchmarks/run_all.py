@@ -28,7 +28,6 @@ import io
 import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
