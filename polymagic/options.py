@@ -431,7 +431,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="values of size parameters and scalars")
     p.add_argument("--inputs", metavar="FILE.npz", help="arrays by parameter name")
     p.add_argument("--seed", type=int, default=0, help="seed of random inputs and emulator orders")
-    p.add_argument("--target", default="auto", choices=TARGETS)
+    p.add_argument("--target", default="auto", choices=TARGETS,
+                   help="where the kernels run: the GPU when CuPy sees one, else the "
+                        "emulator (auto); gpu; emulator (race-checking C); openmp (tiled "
+                        "OpenMP C on this CPU)")
     p.add_argument("--tile", metavar="32,32",
                    help="block-tile sizes, outermost first (sub-tile sizes of the sequential "
                         "members after them), optionally ':' points per thread "
@@ -447,14 +450,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="do not compare with the CPU reference (writes the device result back)")
     p.add_argument("--show", action="append", default=[], metavar="WHAT",
                    help="extra views: " + ", ".join(SHOW))
-    p.add_argument("--emu-order", default="shuffle", choices=("shuffle", "reverse", "forward"))
+    p.add_argument("--emu-order", default="shuffle", choices=("shuffle", "reverse", "forward"),
+                   help="order in which the emulator runs blocks and threads: a seeded "
+                        "shuffle, reversed or in order (a different order exposes races)")
     p.add_argument("--shared", default=None, choices=("auto", "all", "none"),
                    help="shared-memory buffers: by reuse (auto), every partition (all), none")
     p.add_argument("--no-shared", dest="no_shared", action="store_true",
                    help="no shared-memory buffers (--shared none)")
     p.add_argument("--shared-mem", default="48KB", metavar="48KB",
                    help="shared memory per block (M_up)")
-    p.add_argument("--no-registers", dest="registers", action="store_false")
+    p.add_argument("--no-registers", dest="registers", action="store_false",
+                   help="no per-thread register tiles or accumulators in registers "
+                        "(seed 004 §4.2)")
     p.add_argument("--vector", dest="vector", action="store_true", default=None,
                    help="16-byte float4/double2 copies between global and shared memory, "
                         "for buffers whose copied rows are whole 16-byte chunks (default)")
@@ -486,7 +493,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--autotune-budget", type=float, default=60.0, metavar="SECONDS",
                    help="time --autotune may take; later candidates are skipped")
     p.add_argument("--json", action="store_true", help="print one JSON object (CLI)")
-    p.add_argument("--quiet", "-q", action="store_true")
+    p.add_argument("--quiet", "-q", action="store_true",
+                   help="no report; errors still show")
 
 
 def make_parser(prog: str = "%%polycuda") -> argparse.ArgumentParser:
