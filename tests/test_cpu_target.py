@@ -94,6 +94,20 @@ def test_gemm_tiled_parallel_and_unit_stride_inner():
     assert "restrict" in src
 
 
+def test_notes_are_the_cpu_targets():
+    """On the OpenMP target the notes say what the CPU code did (one per band) and none
+    of the GPU code's mapping, buffers or registers (they did not run)."""
+    from polymagic.report.views import all_notes
+    from polymagic.report.why import GPU_STAGES
+    compiled, report = _run("gemm")
+    notes = all_notes(compiled, report)
+    assert not [n for n in notes if n.stage in GPU_STAGES]
+    (band,) = [n for n in notes if n.stage == "cpu"]
+    assert "parallel i, simd j" in band.text
+    gpu = all_notes(compiled, None)        # the same compile shown for the GPU keeps them
+    assert any(n.stage in ("memory", "registers") for n in gpu)
+
+
 def test_jacobi_2d_time_loop_stays_sequential():
     """The t loop carries the dependences: each sweep's i loop is the parallel one;
     every access moves with i and j (no reuse a tile could keep): no tiles."""

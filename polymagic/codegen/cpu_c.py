@@ -130,6 +130,7 @@ def print_cpu(scop: Scop, deps: Dependences, sched: ScheduleResult,
     name = f"pm_cpu_{scop.name}"
     source = (PRELUDE + "\n" + _macros(scop) + "\n" + _signature(scop, name) + " {\n"
               + DYNAMIC + _locals(scop) + _indent(body, 1) + _frees(scop) + RESTORE + "}\n")
+    notes += [Note("cpu", b.describe(), kind="decision") for b in bands]
     return CpuCode(source, name, bands, tiled, tuple(notes))
 
 

@@ -95,9 +95,11 @@ _VIEWS: dict[str, tuple[str, str, Callable]] = {
 
 
 def all_notes(compiled, report=None) -> list:
-    """The compile's notes then the run's (``report.notes``), each once."""
-    from .why import unique
-    return unique(list(compiled.notes) + list(getattr(report, "notes", None) or []))
+    """The compile's notes then the run's (``report.notes``), each once; on the
+    OpenMP target without the GPU code's."""
+    from .why import for_target, unique
+    notes = unique(list(compiled.notes) + list(getattr(report, "notes", None) or []))
+    return for_target(notes, getattr(report, "target", None))
 
 
 def _notes(compiled, report=None) -> str:

@@ -104,7 +104,21 @@ STAGE_TITLES = {"options": "options", "deps": "dependences", "schedule": "mappin
                 "localise": "localisation", "registers": "registers",
                 "constant": "constant memory", "lowering": "code generation",
                 "transfers": "host-device transfers", "run": "inputs and run",
-                "autotune": "autotune"}
+                "autotune": "autotune", "cpu": "OpenMP C (the CPU target)"}
+
+
+#: the stages whose notes are about the GPU code (its mapping, buffers, launches):
+#: a run on the OpenMP target (issue 21) did not use them
+GPU_STAGES = frozenset({"schedule", "recurrence", "tiles", "mapping", "memory", "localise",
+                        "registers", "constant", "lowering", "transfers"})
+
+
+def for_target(notes: Iterable[Note], target: str | None) -> list[Note]:
+    """The notes that concern the target that ran: all of them, except the GPU
+    code's on the OpenMP target."""
+    if target != "openmp":
+        return list(notes)
+    return [n for n in notes if n.stage not in GPU_STAGES]
 
 
 def stage_title(stage: str) -> str:
