@@ -146,6 +146,8 @@ def test_histogram_atomics(src):
     compiled = check(src, {"n": 2000, "nb": 7})
     assert compiled.cuda.count("atomicAdd(") == len(scop.statements)
     assert "unsigned long long" in compiled.cuda or src is HIST_F
+    from polymagic.report.kirtext import format_program     # --show kir says so too
+    assert format_program(compiled.program).count("/* atomic + */") == len(scop.statements)
 
 
 def test_max_scatter_atomics():

@@ -28,7 +28,8 @@ def _stmts(body: list, depth: int, out: list[str]) -> None:
             a = s.assign
             vec = f"  /* {s.width} elements, one 16-byte access */" \
                 if isinstance(s, kir.VectorCopy) else ""
-            out.append(f"{pad}{s.stmt}: {_P(a.target)} {a.op} {_P(a.value)}{vec}")
+            atomic = f"  /* atomic {s.atomic} */" if s.atomic else ""
+            out.append(f"{pad}{s.stmt}: {_P(a.target)} {a.op} {_P(a.value)}{vec}{atomic}")
         elif isinstance(s, kir.Barrier):
             out.append(f"{pad}__syncthreads()  /* barrier {s.id} */")
         elif isinstance(s, kir.Launch):
