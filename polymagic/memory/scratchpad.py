@@ -281,10 +281,29 @@ def _volume(rel: isl.Map, sample: dict[str, int] | None, fixed: bool = False) ->
         for pos in range(s.dim(isl.dim_type.param)):  # every parameter fixed: a count
             s = s.fix_val(isl.dim_type.param, pos, isl.Val(0))
     try:
+        box = _box_count(s)
+        if box is not None:
+            return box
         c = s.count_val()
         return int(c.to_python()) if c.is_int() else None
     except (isl.Error, TypeError, ValueError):     # out of isl's operation budget
         return None
+
+
+def _box_count(s: isl.Set) -> int | None:
+    """The number of points of ``s`` when it is a box (every parameter fixed): the
+    product of its extents, the count isl's point-by-point ``count_val`` gives, without
+    the scan (a block's footprint and the pairwise overlaps of Algorithm 1 are boxes,
+    thousands of points each: a third of a tile change's CPU time on heat-3d)."""
+    if not s.is_box():
+        return None
+    n = 1
+    for d in range(s.dim(isl.dim_type.set)):
+        lo, hi = s.dim_min_val(d), s.dim_max_val(d)
+        if not (lo.is_int() and hi.is_int()):
+            return None
+        n *= max(0, hi.to_python() - lo.to_python() + 1)
+    return n
 
 
 def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = None
