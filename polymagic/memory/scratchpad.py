@@ -315,12 +315,19 @@ def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = N
                           f"< {d.depth} loops")
     if len(part.spaces) < 2:
         return False, "one reference, full-rank access: no reuse"
-    total = _volume(part.union(), sample)
+    # the footprint and the pairwise overlaps at the sample: each space fixed once,
+    # then united (the same set as the parametric union fixed, far cheaper to form)
+    rels = [_fixed(d.relation, sample) if sample else d.relation for d in part.spaces]
+    if sample:
+        union = rels[0]
+        for r in rels[1:]:
+            union = union.union(r)
+        total = _volume(union.coalesce(), sample, fixed=True)
+    else:
+        total = _volume(part.union(), sample)
     if not total:
         return False, "volume unknown"
     overlap = 0
-    # the pairwise overlaps at the sample: each space fixed once, not each pair
-    rels = [_fixed(d.relation, sample) if sample else d.relation for d in part.spaces]
     for i, a in enumerate(rels):
         for b in rels[i + 1:]:
             overlap += _volume(a.intersect(b), sample, fixed=True) or 0
