@@ -263,11 +263,13 @@ def partition(spaces: list[DataSpace]) -> list[Partition]:
 
 
 def _fixed(rel: isl.Map, sample: dict[str, int]) -> isl.Map:
-    """``rel`` at the sample values of its parameters (0 for those not in it)."""
-    for pos in range(rel.dim(isl.dim_type.param)):
+    """``rel`` at the sample values of its parameters (0 for those not in it), the
+    parameters then dropped (fixed, they only slow down the counts' set operations)."""
+    n = rel.dim(isl.dim_type.param)
+    for pos in range(n):
         name = rel.get_dim_name(isl.dim_type.param, pos)
         rel = rel.fix_val(isl.dim_type.param, pos, isl.Val(sample.get(name, 0)))
-    return rel
+    return rel.project_out(isl.dim_type.param, 0, n)
 
 
 def _volume(rel: isl.Map, sample: dict[str, int] | None, fixed: bool = False) -> int | None:
