@@ -110,10 +110,13 @@ class Assign:
 
 
 def walk(e: Expr) -> Iterator[Expr]:
-    """Pre-order traversal."""
-    yield e
-    for c in e.children():
-        yield from walk(c)
+    """Pre-order traversal (with a stack: nested generators cost a frame per level
+    and per node, a visible part of the lowering's passes)."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        yield x
+        stack.extend(reversed(x.children()))
 
 
 def accesses(e: Expr) -> list[Access]:

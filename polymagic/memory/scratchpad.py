@@ -263,11 +263,13 @@ def partition(spaces: list[DataSpace]) -> list[Partition]:
 
 
 def _fixed(rel: isl.Map, sample: dict[str, int]) -> isl.Map:
-    """``rel`` at the sample values of its parameters (0 for those not in it)."""
-    for pos in range(rel.dim(isl.dim_type.param)):
+    """``rel`` at the sample values of its parameters (0 for those not in it), the
+    parameters then dropped (fixed, they only slow down the counts' set operations)."""
+    n = rel.dim(isl.dim_type.param)
+    for pos in range(n):
         name = rel.get_dim_name(isl.dim_type.param, pos)
         rel = rel.fix_val(isl.dim_type.param, pos, isl.Val(sample.get(name, 0)))
-    return rel
+    return rel.project_out(isl.dim_type.param, 0, n)
 
 
 def _volume(rel: isl.Map, sample: dict[str, int] | None, fixed: bool = False) -> int | None:
@@ -281,10 +283,29 @@ def _volume(rel: isl.Map, sample: dict[str, int] | None, fixed: bool = False) ->
         for pos in range(s.dim(isl.dim_type.param)):  # every parameter fixed: a count
             s = s.fix_val(isl.dim_type.param, pos, isl.Val(0))
     try:
+        box = _box_count(s)
+        if box is not None:
+            return box
         c = s.count_val()
         return int(c.to_python()) if c.is_int() else None
     except (isl.Error, TypeError, ValueError):     # out of isl's operation budget
         return None
+
+
+def _box_count(s: isl.Set) -> int | None:
+    """The number of points of ``s`` when it is a box (every parameter fixed): the
+    product of its extents, the count isl's point-by-point ``count_val`` gives, without
+    the scan (a block's footprint and the pairwise overlaps of Algorithm 1 are boxes,
+    thousands of points each: a third of a tile change's CPU time on heat-3d)."""
+    if not s.is_box():
+        return None
+    n = 1
+    for d in range(s.dim(isl.dim_type.set)):
+        lo, hi = s.dim_min_val(d), s.dim_max_val(d)
+        if not (lo.is_int() and hi.is_int()):
+            return None
+        n *= max(0, hi.to_python() - lo.to_python() + 1)
+    return n
 
 
 def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = None
@@ -296,12 +317,19 @@ def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = N
                           f"< {d.depth} loops")
     if len(part.spaces) < 2:
         return False, "one reference, full-rank access: no reuse"
-    total = _volume(part.union(), sample)
+    # the footprint and the pairwise overlaps at the sample: each space fixed once,
+    # then united (the same set as the parametric union fixed, far cheaper to form)
+    rels = [_fixed(d.relation, sample) if sample else d.relation for d in part.spaces]
+    if sample:
+        union = rels[0]
+        for r in rels[1:]:
+            union = union.union(r)
+        total = _volume(union.coalesce(), sample, fixed=True)
+    else:
+        total = _volume(part.union(), sample)
     if not total:
         return False, "volume unknown"
     overlap = 0
-    # the pairwise overlaps at the sample: each space fixed once, not each pair
-    rels = [_fixed(d.relation, sample) if sample else d.relation for d in part.spaces]
     for i, a in enumerate(rels):
         for b in rels[i + 1:]:
             overlap += _volume(a.intersect(b), sample, fixed=True) or 0
