@@ -187,6 +187,9 @@ class Scop:
     #: Python front end goes through C), which the CPU reference compiles; None for C
     c_source: str | None = None
     iterator_ctypes: dict[str, str] = field(default_factory=dict)  # loop iterator -> C type
+    #: scratch arrays expanded along the loops that reuse them
+    #: (:class:`polymagic.frontend.expansion.Expansion`)
+    expansions: tuple = ()
 
     @property
     def size_params(self) -> list[str]:
