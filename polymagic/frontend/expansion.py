@@ -102,13 +102,59 @@ def _prefix(scop: Scop, users: list[Statement]) -> int:
     return d
 
 
-def _outer(scop: Scop, s: Statement, d: int) -> isl.Map:
-    """``{ S[i] -> [i_0, ..., i_{d-1}] }`` on the statement's domain."""
+def _outer(scop: Scop, s: Statement, d: int, keep: tuple[int, ...] | None = None
+           ) -> isl.Map:
+    """``{ S[i] -> [i_0, ..., i_{d-1}] }`` on the statement's domain (only the loops
+    ``keep`` when given)."""
     m = isl.Map.from_union_map(scop.schedule.intersect_domain(isl.UnionSet.from_set(s.domain)))
     m = m.project_out(isl.dim_type.out, 2 * d, m.dim(isl.dim_type.out) - 2 * d)
     for k in reversed(range(d)):          # the constants between the loops
         m = m.project_out(isl.dim_type.out, 2 * k, 1)
+        if keep is not None and k not in keep:     # the loop, now at 2k
+            m = m.project_out(isl.dim_type.out, 2 * k, 1)
     return m
+
+
+def _in_nest(scop: Scop, s: Statement, users: list[Statement], d: int) -> bool:
+    """Whether ``s`` runs inside the ``d`` loops that enclose ``users``."""
+    if len(s.iterators) < d or s.iterators[:d] != users[0].iterators[:d]:
+        return False
+    return _prefix(scop, [users[0], s]) >= d
+
+
+def _freed(scop: Scop, name: str, users: list[Statement], d: int) -> tuple[int, ...]:
+    """The loops among the ``d`` whose iterations no other array links (no element of
+    another array written in one iteration and accessed in another, the loops
+    outside them equal): the loops the expansion of ``name`` can make parallel."""
+    nest = [s for s in scop.statements if _in_nest(scop, s, users, d)]
+    space = scop.context.get_space()
+    conflicts = isl.UnionMap.empty(space)
+    arrays = {a.array for s in nest for a in s.accesses} - {name}
+    for y in arrays:
+        w = a_ = isl.UnionMap.empty(space)
+        for s in nest:
+            for a in s.accesses:
+                if a.array == y:
+                    rel = isl.UnionMap.from_map(a.relation.intersect_domain(s.domain))
+                    a_ = a_.union(rel)
+                    if a.is_write:
+                        w = w.union(rel)
+        c = w.apply_range(a_.reverse())
+        conflicts = conflicts.union(c).union(c.reverse())
+    if any(s.atomic for s in nest):
+        return ()
+    out = []
+    for j in range(d):
+        upto = [isl.UnionMap.empty(space), isl.UnionMap.empty(space)]
+        for s in nest:
+            for i, n in enumerate((j, j + 1)):
+                m = isl.UnionMap.from_map(_outer(scop, s, d, tuple(range(n))))
+                upto[i] = upto[i].union(m)
+        eq_outer = upto[0].apply_range(upto[0].reverse())
+        eq_here = upto[1].apply_range(upto[1].reverse())
+        if conflicts.intersect(eq_outer).subtract(eq_here).is_empty():
+            out.append(j)
+    return tuple(out)
 
 
 def _expand(scop: Scop, name: str) -> tuple[Scop, Expansion] | None:
@@ -145,24 +191,34 @@ def _expand(scop: Scop, name: str) -> tuple[Scop, Expansion] | None:
     accesses = writes.union(reads)
     if writes.apply_range(accesses.reverse()).subtract(same).is_empty():
         return None                       # no element is shared by two iterations
+    keep = _freed(scop, name, users, d)
+    if not keep:
+        return None                       # other arrays keep every loop sequential
+    per_iter = isl.Map.from_union_map(outer.reverse().apply_range(writes))
+    all_written = isl.Set.from_union_set(writes.range())
+    copy = arr.kind == "param"
     odom = isl.Set.from_union_set(outer.range()).intersect_params(scop.context)
+    if copy and not per_iter.is_equal(isl.Map.from_domain_and_range(odom, all_written)):
+        return None                       # the final values are not all in one iteration
+    last = odom.lexmax()
+    outer = isl.UnionMap.empty(space)
+    for s in users:
+        outer = outer.union(isl.UnionMap.from_map(_outer(scop, s, d, keep)))
+    odom = isl.Set.from_union_set(outer.range()).intersect_params(scop.context)
+    last = isl.Set.from_union_set(isl.UnionSet.from_set(last).apply(
+        isl.UnionMap.from_map(_keep_dims(last.get_space(), keep))))
     lows = []
-    for k in range(d):
+    for k in range(len(keep)):
         lo = odom.dim_min(k)
         if not lo.is_cst() or lo.n_piece() != 1:
             return None
         vals: list[int] = []
         lo.foreach_piece(lambda s, a: vals.append(int(a.get_constant_val().to_python())))
         lows.append(vals[0])
-    per_iter = isl.Map.from_union_map(outer.reverse().apply_range(writes))
-    all_written = isl.Set.from_union_set(writes.range())
-    copy = arr.kind == "param"
-    if copy and not per_iter.is_equal(isl.Map.from_domain_and_range(odom, all_written)):
-        return None                       # the final values are not all in one iteration
-    loops = users[0].iterators[:d]
+    loops = tuple(users[0].iterators[k] for k in keep)
     xname = f"pm_x_{name}"
     extents = tuple(pw_aff_to_expr(odom.dim_max(k).add_constant_val(isl.Val(1 - lows[k])),
-                                   scop.context) for k in range(d))
+                                   scop.context) for k in range(len(keep)))
     shift = isl.Map.from_multi_aff(isl.MultiAff.identity(
         isl.Space.map_from_set(odom.get_space())))
     for k, lo in enumerate(lows):
@@ -185,7 +241,7 @@ def _expand(scop: Scop, name: str) -> tuple[Scop, Expansion] | None:
         if s not in users:
             statements.append(s)
             continue
-        so = _outer(scop, s, d)
+        so = _outer(scop, s, d, keep)
         acc = [Access(xname, relation(so, a.relation), a.is_write, a.may, a.guard)
                if a.array == name else a for a in s.accesses]
         body = E.Assign(rewrite(s.body.target, idx), s.body.op, rewrite(s.body.value, idx))
@@ -196,7 +252,7 @@ def _expand(scop: Scop, name: str) -> tuple[Scop, Expansion] | None:
     copy_name = None
     if copy:
         copy_name = f"S{len(scop.statements)}"
-        made = _copy_out(scop, name, xname, copy_name, odom, lows, all_written, shift)
+        made = _copy_out(scop, name, xname, copy_name, last, lows, all_written, shift)
         if made is None:
             return None
         stmt, smap = made
@@ -214,11 +270,21 @@ def _translate(space: isl.Space, k: int, by: int) -> isl.Map:
     return isl.Map.from_multi_aff(ma.set_aff(k, aff))
 
 
-def _copy_out(scop: Scop, name: str, xname: str, sname: str, odom: isl.Set,
+def _keep_dims(space: isl.Space, keep: tuple[int, ...]) -> isl.Map:
+    """``{ [o] -> [o_keep] }`` on ``space``."""
+    m = isl.Map.identity(isl.Space.map_from_set(space))
+    for k in reversed(range(space.dim(isl.dim_type.set))):
+        if k not in keep:
+            m = m.project_out(isl.dim_type.out, k, 1)
+    return m
+
+
+def _copy_out(scop: Scop, name: str, xname: str, sname: str, last: isl.Set,
               lows: list[int], written: isl.Set, shift: isl.Map
               ) -> tuple[Statement, isl.Map] | None:
     """The statement ``X[e] = pm_x_X[last - low, e]`` over the written elements,
-    after every other statement, and its source-schedule map."""
+    after every other statement, and its source-schedule map (``last``: the last
+    iteration of the expanded loops)."""
     rank = written.dim(isl.dim_type.set)
     maps: list[isl.Map] = []
     scop.schedule.foreach_map(maps.append)
@@ -226,12 +292,11 @@ def _copy_out(scop: Scop, name: str, xname: str, sname: str, odom: isl.Set,
     if 2 * rank + 1 > width:
         return None
     its = tuple(f"pm_e{k}" for k in range(rank))
-    dom = written.set_tuple_name(sname).intersect_params(odom.params())
+    dom = written.set_tuple_name(sname).intersect_params(last.params())
     for k, it in enumerate(its):
         dom = dom.set_dim_name(isl.dim_type.set, k, it)
     ident = isl.Map.identity(isl.Space.map_from_set(dom.get_space())).intersect_domain(dom)
     write = ident.set_tuple_name(isl.dim_type.out, name)
-    last = odom.lexmax()
     at = isl.Map.from_domain_and_range(dom, last).apply_range(shift)
     read = at.range_product(write).flatten_range().set_tuple_name(isl.dim_type.out, xname)
     pma = last.lexmin_pw_multi_aff()
