@@ -32,34 +32,13 @@ temp array, allocated per run), and the decision travels as
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import islpy as isl
 
 from .. import expr as E
 from ..isl_util import pw_aff_to_expr
-from ..notes import Note
-from ..scop import Access, Array, Scop, Statement
-
-
-@dataclass(frozen=True)
-class Expansion:
-    """``array`` expanded along the loops ``loops`` into the temp ``expanded``;
-    ``copy_out``: the statement that writes the last iteration's values back (a
-    parameter), None for a local."""
-    array: str
-    expanded: str
-    loops: tuple[str, ...]
-    copy_out: str | None
-
-    def note(self) -> Note:
-        """The decision as the user reads it."""
-        loops = ", ".join(self.loops)
-        back = (f"; the last iteration's values are copied back to {self.array} "
-                f"({self.copy_out})" if self.copy_out else "")
-        return Note("frontend", f"written before read in every iteration of {loops} and "
-                    f"reused by each: expanded to {self.expanded} (one copy per iteration "
-                    f"of {loops}), so {loops} may run in parallel{back}", subject=self.array)
+from ..scop import Access, Array, Expansion, Scop, Statement
 
 
 def expand_scratch(scop: Scop) -> Scop:

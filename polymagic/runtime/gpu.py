@@ -474,7 +474,7 @@ class GpuModule:
 class _Prepared:
     """One kernel's launch, ready but for its grid: ``args`` with the run's ints
     (None when some int parameter only comes from the driver's loop counters)."""
-    fn: object
+    fn: Callable
     block: tuple[int, ...]
     shared: int                     # dynamic shared memory bytes (0: static only)
     head: tuple                     # the pointer and scalar arguments
