@@ -37,17 +37,24 @@ from dataclasses import replace
 import islpy as isl
 
 from .. import expr as E
-from ..isl_util import pw_aff_to_expr
+from ..isl_util import OperationBudget, pw_aff_to_expr
 from ..scop import Access, Array, Expansion, Scop, Statement
+
+
+#: isl operations the analysis of one array may take (a nest isl finds hard to
+#: analyse keeps its array as written: the expansion only adds parallelism)
+EXPANSION_OPERATIONS = 2_000_000
 
 
 def expand_scratch(scop: Scop) -> Scop:
     """``scop`` with every array the module docstring's rule allows expanded."""
     done: list[Expansion] = []
+    ctx = scop.context.get_ctx()
     for name in list(scop.arrays):
         try:
-            out = _expand(scop, name)
-        except isl.Error:
+            with OperationBudget(ctx, EXPANSION_OPERATIONS):
+                out = _expand(scop, name)
+        except isl.Error:               # the budget is spent, or isl refuses a step
             out = None
         if out is not None:
             scop, exp = out
@@ -162,7 +169,7 @@ def _expand(scop: Scop, name: str) -> tuple[Scop, Expansion] | None:
     if writes.is_empty():
         return None
     same = outer.apply_range(outer.reverse())
-    sched = scop.schedule.intersect_domain(scop.domain)
+    sched = scop.schedule.intersect_domain(outer.domain())
     before = sched.lex_lt_union_map(sched)
     covered = writes.apply_range(reads.reverse()).intersect(before).intersect(same).range()
     if not reads.domain().is_subset(covered):
@@ -238,7 +245,6 @@ def _expand(scop: Scop, name: str) -> tuple[Scop, Expansion] | None:
         statements.append(stmt)
         schedule = schedule.union(isl.UnionMap.from_map(smap))
     new = replace(scop, arrays=arrays, statements=statements, schedule=schedule)
-    new.__dict__.pop("domain", None)
     return new, Expansion(name, xname, tuple(loops), copy_name)
 
 
