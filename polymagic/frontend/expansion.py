@@ -145,8 +145,8 @@ def _freed(scop: Scop, name: str, users: list[Statement], d: int) -> tuple[int, 
 
 def _expand(scop: Scop, name: str) -> tuple[Scop, Expansion] | None:
     arr = scop.arrays[name]
-    if name in scop.global_only or arr.kind not in ("param", "temp"):
-        return None
+    if name in scop.global_only or arr.kind not in ("param", "temp") or arr.flat is not None:
+        return None                       # (a flat buffer's extents are the caller's)
     users = _users(scop, name)
     if not users or any(a.may or a.guard for s in users for a in s.accesses
                         if a.array == name) or any(s.atomic for s in users):
@@ -180,7 +180,8 @@ def _expand(scop: Scop, name: str) -> tuple[Scop, Expansion] | None:
     keep = _freed(scop, name, users, d)
     if not keep:
         return None                       # other arrays keep every loop sequential
-    per_iter = isl.Map.from_union_map(outer.reverse().apply_range(writes))
+    per_iter = isl.Map.from_union_map(outer.reverse().apply_range(writes)).intersect_params(
+        scop.context)
     all_written = isl.Set.from_union_set(writes.range())
     copy = arr.kind == "param"
     odom = isl.Set.from_union_set(outer.range()).intersect_params(scop.context)

@@ -433,7 +433,16 @@ class GpuModule:
         the first H100 run measured ~14 us of GPU time per launch), so the work that
         does not change between launches is done once per kernel, on its first launch
         (:func:`_prepare`): the function, block, shared-memory opt-in and the argument
-        tuple, whose ints only change where the driver passes its loop counters."""
+        tuple, whose ints only change where the driver passes its loop counters.
+
+        Not done (no GPU to check it on): a CUDA graph.  The driver never reads
+        device data, so a run's launches are known before the first one; but
+        capturing them (``cupy.cuda.Stream.begin_capture``) still makes one CuPy
+        call per launch, so a graph only pays when it is replayed: by a later run
+        with the same ints, scalars and device pointers (the buffers would have to
+        be kept per module), or by a host loop whose launches repeat with the same
+        arguments (jacobi-1d's two per time step: one captured period launched
+        ``tsteps`` times, or doubled by capturing graph launches)."""
         sc = {s: scalar_argument(program.scalars[s], scalars[s]) for s in program.scalars}
         limit = shared_optin_limit(_cupy())
         ready: dict[str, _Prepared] = {}
