@@ -487,14 +487,21 @@ class _Prepared:
     block: tuple[int, ...]
     shared: int                     # dynamic shared memory bytes (0: static only)
     head: tuple                     # the pointer and scalar arguments
-    ints: tuple[tuple[str, np.int32 | None], ...]   # the int parameters, run values
+    ints: tuple[np.int32 | None, ...]   # the int parameters' run values, in order
+    at: dict[str, int]              # an int parameter's position in ``ints``
+    needs: frozenset[str]           # the int parameters only the driver can give
     args: tuple | None
 
     def with_ints(self, extra: Mapping[str, int]) -> tuple:
         """The arguments with the driver's per-launch ints (its loop counters)."""
-        # a run value the driver does not pass: kept (extra[x] raises when there is none)
-        return self.head + tuple([np.int32(extra[x]) if x in extra or v is None else v
-                                  for x, v in self.ints])
+        if self.needs and not self.needs <= extra.keys():
+            raise KeyError(min(self.needs - extra.keys()))
+        vals = list(self.ints)
+        for x, v in extra.items():
+            i = self.at.get(x)
+            if i is not None:
+                vals[i] = np.int32(v)
+        return self.head + tuple(vals)
 
 
 def _prepare(k: kir.Kernel, fn, args: Mapping, sc: Mapping, ints: Mapping[str, int],
@@ -510,9 +517,11 @@ def _prepare(k: kir.Kernel, fn, args: Mapping, sc: Mapping, ints: Mapping[str, i
         if getattr(fn, "max_dynamic_shared_size_bytes", 0) < k.dynamic_shared:
             fn.max_dynamic_shared_size_bytes = k.dynamic_shared
     head = tuple([args[x] for x in k.arrays] + [sc[s] for s in k.scalars])
-    fixed = tuple((i, np.int32(ints[i]) if i in ints else None) for i in k.ints)
-    full = None if any(v is None for _, v in fixed) else head + tuple(v for _, v in fixed)
-    return _Prepared(fn, tuple(k.block), k.dynamic_shared, head, fixed, full)
+    vals = tuple(np.int32(ints[i]) if i in ints else None for i in k.ints)
+    needs = frozenset(i for i in k.ints if i not in ints)
+    return _Prepared(fn, tuple(k.block), k.dynamic_shared, head, vals,
+                     {x: n for n, x in enumerate(k.ints)}, needs,
+                     None if needs else head + vals)
 
 
 @dataclass
