@@ -111,3 +111,15 @@ def test_empty_launches_are_skipped(recorded):
     launch("kernel0", (0, 1, 1), {})
     launch("kernel0", (3,), {})
     assert counter == [1] and recorded[0][1] == (3, 1, 1)
+
+
+def test_a_missing_loop_counter_is_a_key_error(recorded):
+    m = gpu.GpuModule(compile_source((EXAMPLES / "lu.c").read_text(),
+                                     parse_options("--size n=7")))
+    launch = m._launcher(m.program, m.functions, {n: np.uint64(0) for n in m.program.arrays},
+                         {"n": 7}, {}, [0])
+    with pytest.raises(KeyError, match="pm_c0"):
+        launch("kernel0", (1, 1, 1), {})
+    launch("kernel0", (1, 1, 1), {"pm_c0": 3, "unused": 9})
+    k = m.program.kernels["kernel0"]
+    assert int(recorded[-1][3][len(k.arrays) + len(k.scalars) + k.ints.index("pm_c0")]) == 3
