@@ -121,7 +121,16 @@ void tri(int n, double B[n][n], double s[n]) {
 """
 
 
+ONLY_WRITTEN = """
+void last(int T, double beta, double A[2], double B[2]) {
+  for (int t = 0; t < T; t++)
+    A[1] = 0.125 * B[1] + 0.125 * B[0] * beta;
+}
+"""
+
+
 def test_arrays_the_rule_refuses_are_left_alone():
+    assert _expanded(ONLY_WRITTEN) == {}         # no scratch: nothing read back
     assert _expanded(VALUE_FLOWS_IN) == {}       # s[j] read before written in i
     assert _expanded(OTHER_ARRAY_LINKS) == {}    # A links the t iterations: no gain
     assert _expanded(UNEVEN) == {}               # no one iteration holds s's final values

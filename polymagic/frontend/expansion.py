@@ -16,9 +16,10 @@ whose every access is exact and sits in one loop nest:
 
 * ``d`` = the loops that enclose every access of ``X`` (the common prefix of the
   source schedule); ``d >= 1``;
-* in every iteration of those loops, every read of an element of ``X`` follows a
-  write of that element in the same iteration (written before read: no value
-  enters an iteration);
+* ``X`` is read, and in every iteration of those loops every read of an element
+  of ``X`` follows a write of that element in the same iteration (written before
+  read: no value enters an iteration; an array only written is no scratch, and
+  its expansion would cost memory for each iteration of, say, a time loop);
 * some element is accessed by two different iterations (else nothing is gained);
 * the outer loops' lower bounds are constants (the expanded index is
   ``iterator - lower``);
@@ -166,8 +167,8 @@ def _expand(scop: Scop, name: str) -> tuple[Scop, Expansion] | None:
                     writes = writes.union(rel)
                 else:
                     reads = reads.union(rel)
-    if writes.is_empty():
-        return None
+    if writes.is_empty() or reads.is_empty():
+        return None                       # not a scratch array: only written (or read)
     same = outer.apply_range(outer.reverse())
     sched = scop.schedule.intersect_domain(outer.domain())
     before = sched.lex_lt_union_map(sched)
