@@ -135,3 +135,29 @@ def test_arrays_the_rule_refuses_are_left_alone():
     assert _expanded(OTHER_ARRAY_LINKS) == {}    # A links the t iterations: no gain
     assert _expanded(UNEVEN) == {}               # no one iteration holds s's final values
     check(UNEVEN, {"n": 9})
+
+
+PY_DOITGEN = '''
+def doitgen(nr: int, nq: int, np: int, A: "double[nr][nq][np]", C4: "double[np][np]",
+            sum: "double[np]"):
+    for r in range(nr):
+        for q in range(nq):
+            for p in range(np):
+                sum[p] = 0.0
+                for s in range(np):
+                    sum[p] += A[r, q, s] * C4[s, p]
+            for p in range(np):
+                A[r, q, p] = sum[p]
+'''
+
+
+def test_the_python_front_end_gets_the_same_expansion():
+    assert _expanded_py(PY_DOITGEN) == {"sum": (("r", "q"), "S3")}
+    for target in ("emulator", "openmp"):
+        opts = Options(sizes={"nr": 4, "nq": 3, "np": 7}, target=target, python=True)
+        r = run(compile_source(PY_DOITGEN, opts, language="python"), opts)
+        assert r.ok and r.checked, r.message
+
+
+def _expanded_py(src: str) -> dict[str, tuple[tuple[str, ...], str | None]]:
+    return {e.array: (e.loops, e.copy_out) for e in parse(src, "python").expansions}
