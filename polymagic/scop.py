@@ -21,6 +21,7 @@ import islpy as isl
 
 from .dtypes import DTYPES
 from .expr import Assign, Expr, row_major_strides
+from .notes import Note
 
 
 def buffer_bytes(ctype: str, extents) -> int:
@@ -172,6 +173,26 @@ class Statement:
         return [a for a in self.accesses if a.is_write]
 
 
+@dataclass(frozen=True)
+class Expansion:
+    """A decision of :mod:`polymagic.frontend.expansion`: ``array`` expanded along
+    the loops ``loops`` into the temp ``expanded``; ``copy_out``: the statement that
+    writes the last iteration's values back (a parameter), None for a local."""
+    array: str
+    expanded: str
+    loops: tuple[str, ...]
+    copy_out: str | None
+
+    def note(self) -> Note:
+        """The decision as the user reads it."""
+        loops = ", ".join(self.loops)
+        back = (f"; the last iteration's values are copied back to {self.array} "
+                f"({self.copy_out})" if self.copy_out else "")
+        return Note("frontend", f"written before read in every iteration of {loops} and "
+                    f"reused by each: expanded to {self.expanded} (one copy per iteration "
+                    f"of {loops}), so {loops} may run in parallel{back}", subject=self.array)
+
+
 @dataclass
 class Scop:
     name: str                    # the function name
@@ -187,6 +208,9 @@ class Scop:
     #: Python front end goes through C), which the CPU reference compiles; None for C
     c_source: str | None = None
     iterator_ctypes: dict[str, str] = field(default_factory=dict)  # loop iterator -> C type
+    #: scratch arrays expanded along the loops that reuse them
+    #: (:mod:`polymagic.frontend.expansion`)
+    expansions: tuple[Expansion, ...] = ()
 
     @property
     def size_params(self) -> list[str]:

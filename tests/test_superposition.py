@@ -174,14 +174,16 @@ def test_doitgen_paper_form_p_on_thread_x_r_q_on_blocks():
 
 
 def test_doitgen_example_p_on_thread_x():
-    # examples/doitgen.c shares sum[p] across (r, q): r and q carry dependences and
-    # stay host loops; p is the thread.x loop of both kernels
+    # examples/doitgen.c reuses sum[p] in every (r, q): the front end expands it
+    # (pm_x_sum[r][q][p], polymagic.frontend.expansion), so r and q are parallel and
+    # S0-S2 one kernel with p on thread.x; the copy-out of the last sum is another
     _, _, plan = _plan(_src("doitgen"))
     assert plan.legal
-    loops = [it for it in plan.items]
-    assert isinstance(loops[0], StepLoop) and plan.loop_text(loops[0].loop) == "r"
-    for g in _groups(plan.items):
-        assert plan.loop_text(g.dims[0]) == "p"
+    assert not any(isinstance(it, StepLoop) for it in plan.items)
+    assert [it.statements for it in plan.items] == [["S0", "S1", "S2"], ["S3"]]
+    groups = list(_groups(plan.items))
+    assert [plan.loop_text(d) for d in groups[0].dims] == ["p", "q", "r"]
+    assert plan.loop_text(groups[-1].dims[0]) == "pm_e0"
 
 
 def test_naive_choice_illegal_legal_alternative():

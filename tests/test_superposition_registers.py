@@ -83,16 +83,19 @@ def test_doitgen_sum_in_a_register_across_s(name):
     """doitgen (seed 003's running example): sum[p] (sum[r][q][p]) accumulates over s
     inside the thread of point p: a register across the s loop, so each thread
     point loads it once and stores it once instead of np times (the initialisation
-    S0 and the copy S2 still access it: nr·nq·np·(np - 1) fewer loads and stores)."""
+    S0 and the copy S2 still access it: nr·nq·np·(np - 1) fewer loads and stores).
+    examples/doitgen.c's sum[p], reused by every (r, q), is the front end's
+    pm_x_sum[r][q][p] (polymagic/frontend/expansion.py): the paper's form."""
     sizes = {"nr": 4, "nq": 3, "np": 26}
+    arr = "pm_x_sum" if name == "doitgen" else "sum"
     on, r_on, _ = _run(name, sizes, shared="none")
     # the baseline without the register nor seed 001's default localisation (which
     # would keep sum[p] along s in L instead)
     off, r_off, _ = _run(name, sizes, shared="none", registers=False, localise_auto=False)
-    assert _registers(on)["kernel0"] == ["sum"]
+    assert _registers(on)["kernel0"] == [arr]
     k = on.program.kernels["kernel0"]
-    assert any(d.name == "pm_r0_sum" for d in k.registers)
-    assert any(n.startswith("kernel0: sum: register pm_r0_sum per thread") and
+    assert any(d.name == f"pm_r0_{arr}" for d in k.registers)
+    assert any(n.startswith(f"kernel0: {arr}: register pm_r0_{arr} per thread") and
                n.endswith("reused across s)") for n in on.note_lines)
     saved = 4 * 3 * 26 * 25
     assert r_off.counters["loads"] - r_on.counters["loads"] == saved

@@ -149,7 +149,8 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
                         summary=lowered.summary, mapping=lowered.mapping, options=options,
                         # each note once (a stage may record one decision twice)
                         notes=tuple(dict.fromkeys(
-                            tuple(deps.notes) + ((recurrence.note(),) if recurrence else ())
+                            tuple(e.note() for e in scop.expansions)
+                            + tuple(deps.notes) + ((recurrence.note(),) if recurrence else ())
                             + lowered.notes)), language=language,
                         stages=log.stages(), chosen_tile=lowered.chosen_tile,
                         recurrence=recurrence)

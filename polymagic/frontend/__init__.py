@@ -5,11 +5,13 @@ from ..scop import Scop
 
 
 def parse(source: str, language: str = "c") -> Scop:
+    """The Scop of ``source``, its reused scratch arrays expanded (:mod:`.expansion`)."""
+    from .expansion import expand_scratch
     if language == "c":
         from .c import parse_c
-        return parse_c(source)
+        return expand_scratch(parse_c(source))
     if language == "python":
         from .python import parse
-        return parse(source)
+        return expand_scratch(parse(source))
     from ..errors import OptionsError
     raise OptionsError(f"unknown source language {language!r} (polymagic reads C and Python)")

@@ -427,18 +427,42 @@ class GpuModule:
 
     def _launcher(self, program: kir.Program, fns: dict, args: dict, ints: Mapping[str, int],
                   scalars: Mapping[str, float], counter: list[int]) -> Callable:
+        """The ``launch(kernel, grid, extra_ints)`` the host driver calls, in order.
+
+        A host loop makes every launch go through here (jacobi-1d: two per time step;
+        the first H100 run measured ~14 us of GPU time per launch), so the work that
+        does not change between launches is done once per kernel, on its first launch
+        (:func:`_prepare`): the function, block, shared-memory opt-in and the argument
+        tuple, whose ints only change where the driver passes its loop counters.
+
+        Not done (no GPU to check it on): a CUDA graph.  The driver never reads
+        device data, so a run's launches are known before the first one; but
+        capturing them (``cupy.cuda.Stream.begin_capture``) still makes one CuPy
+        call per launch, so a graph only pays when it is replayed: by a later run
+        with the same ints, scalars and device pointers (the buffers would have to
+        be kept per module), or by a host loop whose launches repeat with the same
+        arguments (jacobi-1d's two per time step: one captured period launched
+        ``tsteps`` times, or doubled by capturing graph launches)."""
         sc = {s: scalar_argument(program.scalars[s], scalars[s]) for s in program.scalars}
         limit = shared_optin_limit(_cupy())
+        ready: dict[str, _Prepared] = {}
 
         def launch(name: str, grid, extra=None) -> None:
-            k = program.kernels[name]
-            grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
-            if min(grid) <= 0:          # an empty launch is not a CUDA launch
+            p = ready.get(name)
+            if p is None:
+                p = ready[name] = _prepare(program.kernels[name], fns[name], args, sc, ints,
+                                           limit)
+            if len(grid) == 3:
+                gx, gy, gz = grid
+            else:
+                gx, gy, gz = tuple(grid) + (1,) * (3 - len(grid))
+            if gx <= 0 or gy <= 0 or gz <= 0:     # an empty launch is not a CUDA launch
                 return
-            env = {**ints, **(extra or {})}
-            a = ([args[x] for x in k.arrays] + [sc[s] for s in k.scalars]
-                 + [np.int32(env[i]) for i in k.ints])
-            _call(fns[name], grid, k, tuple(a), limit)
+            a = p.with_ints(extra) if extra or p.args is None else p.args
+            if p.shared:
+                p.fn((int(gx), int(gy), int(gz)), p.block, a, shared_mem=p.shared)
+            else:
+                p.fn((int(gx), int(gy), int(gz)), p.block, a)
             counter[0] += 1
         return launch
 
@@ -453,6 +477,51 @@ class GpuModule:
         return GpuResult(kernel_s=device.kernel_s, h2d_s=rest / 2, d2h_s=rest / 2,
                          launches=stats.launches, device_name=self.device_name,
                          transfers=stats)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """One kernel's launch, ready but for its grid: ``args`` with the run's ints
+    (None when some int parameter only comes from the driver's loop counters)."""
+    fn: Callable
+    block: tuple[int, ...]
+    shared: int                     # dynamic shared memory bytes (0: static only)
+    head: tuple                     # the pointer and scalar arguments
+    ints: tuple[np.int32 | None, ...]   # the int parameters' run values, in order
+    at: dict[str, int]              # an int parameter's position in ``ints``
+    needs: frozenset[str]           # the int parameters only the driver can give
+    args: tuple | None
+
+    def with_ints(self, extra: Mapping[str, int]) -> tuple:
+        """The arguments with the driver's per-launch ints (its loop counters)."""
+        if self.needs and not self.needs <= extra.keys():
+            raise KeyError(min(self.needs - extra.keys()))
+        vals = list(self.ints)
+        for x, v in extra.items():
+            i = self.at.get(x)
+            if i is not None:
+                vals[i] = np.int32(v)
+        return self.head + tuple(vals)
+
+
+def _prepare(k: kir.Kernel, fn, args: Mapping, sc: Mapping, ints: Mapping[str, int],
+             limit: int | None) -> _Prepared:
+    """Everything about launching ``k`` that is the same for every launch of a run;
+    the shared-memory opt-in (as :func:`_call`) happens here, once."""
+    if k.dynamic_shared:
+        if limit is not None and k.dynamic_shared > limit:
+            raise DeviceError(
+                f"kernel {k.name} needs {k.dynamic_shared} bytes of shared memory per "
+                f"block; this GPU allows {limit}: compile with --shared-mem "
+                f"{limit // 1024}KB or less")
+        if getattr(fn, "max_dynamic_shared_size_bytes", 0) < k.dynamic_shared:
+            fn.max_dynamic_shared_size_bytes = k.dynamic_shared
+    head = tuple([args[x] for x in k.arrays] + [sc[s] for s in k.scalars])
+    vals = tuple(np.int32(ints[i]) if i in ints else None for i in k.ints)
+    needs = frozenset(i for i in k.ints if i not in ints)
+    return _Prepared(fn, tuple(k.block), k.dynamic_shared, head, vals,
+                     {x: n for n, x in enumerate(k.ints)}, needs,
+                     None if needs else head + vals)
 
 
 @dataclass
