@@ -280,7 +280,7 @@ class SingleMapper(TimeKernels):
                 "plain loop iterators); buffers over skewed tiles are not planned yet")])
         elif self.options.shared != "none":
             plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name[3:],
-                                             host_prefix)
+                                             host_prefix, m)
         if self.options.registers and m and reuse is None:
             from ..memory.registers import plan_registers
             mapped = full.drop_dims(isl.dim_type.set, m, n - m) if n > m else full
@@ -307,6 +307,10 @@ class SingleMapper(TimeKernels):
             drop_register_buffers(plan.memory, name[3:], self.options,
                                   math.prod(-(-mm.tile // mm.threads) for mm in members))
             keep_private_in_registers(plan.memory, name[3:], private)
+        if m:
+            # before the check below: a buffer replaced by __constant__ memory stages nothing
+            self.constant_arrays(plan, domain, host_prefix, full, n, m,
+                                 node.get_schedule_depth())
         jams = self.per_thread is not None and rectangular      # see jam_point_band below
         if s and not jams and not (plan.memory and plan.memory.buffers):
             memory = plan.memory or KernelMemory()
@@ -314,9 +318,6 @@ class SingleMapper(TimeKernels):
             memory.decisions = memory.decisions + [Note(
                 "mapping", f"{subbed} not sub-tiled: no buffer to stage", kernel=name[3:])]
             return self._parallel_kernel(original, memory)
-        if m:
-            self.constant_arrays(plan, domain, host_prefix, full, n, m,
-                                 node.get_schedule_depth())
         if self.per_thread is not None:
             plan.per_thread = tuple(-(-mm.tile // mm.threads) for mm in members)
             # only over rectangular tiles: jamming a skewed band's point loops let two
