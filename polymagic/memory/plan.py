@@ -70,7 +70,7 @@ class KernelMemory:
     decisions: list[Note] = field(default_factory=list)   # one line per array
     registers: list[RegisterPlan] = field(default_factory=list)   # seed 004 §4.2
     #: (array, rule) of the partitions Algorithm 1 would buffer per sub-tile but whose
-    #: copies do not pay (:mod:`.staging`: rule ``R1``, ``R2`` or ``R3``)
+    #: copies do not pay (:mod:`.staging`: rule ``R1`` or ``R3``)
     unstaged: list[tuple[str, str]] = field(default_factory=list)
 
     @property

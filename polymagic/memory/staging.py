@@ -14,20 +14,18 @@ hardware would not save anyway.  This module states which reuse does not:
   copy loads each element once, as the thread itself would.  lu's ``A[i][j]`` and
   ``A[i][k]`` with ``i`` on the threads: 24.6 ms without the copies, 105 ms with
   them on the H100 (benchmarks/results/h100-2026-11-26, n = 400).
-* **R2, broadcast**: no reference involves a mapped (thread) member: every thread
-  of the block reads the same element at the same step, one request per warp that the
-  L1 cache serves for the other warps (lu's ``A[k][j]``, ``A[k][k]``).  Seed 004 §4.2
-  puts such thread-invariant read-only data in ``__constant__`` memory, not in
-  shared memory.
 * **R3, overlapping coalesced loads**: every reference involves the ``x`` member
   and the elements two threads of the block share are shared only by threads that
   differ in ``x`` alone (a stencil's ``ex[i][j]`` and ``ex[i][j+1]`` with ``j`` on
   ``threadIdx.x``): the warp's coalesced loads of neighbouring elements overlap in
-  the same sectors, so the copy saves no DRAM traffic (fdtd-2d's kernel 1: 6.2 ms
-  without ``sh1_ex[16][257]``, 11.4 ms with it).
+  the same sectors, so the copy saves no DRAM traffic (fdtd-2d at medium sizes: 11.4
+  ms with ``sh1_ex[16][257]`` and kernel 0's buffers, 6.2 ms with no buffer at all).
 
-Any other cross-thread reuse is kept: a reference invariant along one mapped member
-and varying along another (gemm's ``A[i][k]`` across ``j``, ``B[k][j]`` across
+Any other cross-thread reuse is kept: a broadcast (no reference involves a mapped
+member, every thread reads the same element at the same step: lu's ``A[k][j]``,
+trmm's ``A[k][i]``: the trmm variants with ``sh0_A[16][16]`` ran in 1.1 ms on the
+H100, the one with no buffer at all in 3.0 ms), a reference invariant along one mapped member and varying
+along another (gemm's ``A[i][k]`` across ``j``, ``B[k][j]`` across
 ``i``: the outer-product reuse of register tiles, seed 004 §4.2), or elements shared
 by threads of different rows (other warps).  Block-level buffers (hoisted out of the
 sub-tile loop, seed 000 §4.2) are not judged here: they save the reloads along the
@@ -50,9 +48,9 @@ from .scratchpad import Partition
 
 @dataclass(frozen=True)
 class StagingVerdict:
-    """Whether a sub-tile partition is worth its copies: ``rule`` is ``"R1"``,
-    ``"R2"`` or ``"R3"`` (see the module docstring) when it is not, ``None`` when
-    it is; ``why`` says it in words (the memory note)."""
+    """Whether a sub-tile partition is worth its copies: ``rule`` is ``"R1"`` or
+    ``"R3"`` (see the module docstring) when it is not, ``None`` when it is; ``why``
+    says it in words (the memory note)."""
     rule: str | None
     why: str
 
