@@ -102,3 +102,19 @@ def test_every_rung_matches_the_cpu_and_compiles(sizes, sms, tile):
     assert r.ok, r.message
     ptx = compile_cuda(c.cuda, "sm_90").decode(errors="replace")
     assert ".entry kernel0" in ptx
+
+
+def test_bound_callable_fits_the_tiles_to_the_call_s_sizes():
+    """Compiled without sizes (today's tiles), called with small arrays: the callable
+    compiles again at the call's sizes, whose grid-fill choice differs."""
+    import numpy as np
+    from polymagic.api.function import make_callable
+    options = Options(target="emulator")
+    compiled = compile_source((EXAMPLES / "gemm.c").read_text(), options)
+    assert "tile 128" in compiled.summary
+    fn = make_callable(compiled, options)
+    rng = np.random.default_rng(0)
+    A, B, C = (rng.random((20, 20), dtype=np.float32) for _ in range(3))
+    rep = fn(N=20, A=A, B=B, C=C, check=True)
+    assert rep.ok
+    assert "tile 128" not in fn._for_sizes({"N": 20}).summary
