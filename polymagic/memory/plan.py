@@ -33,7 +33,7 @@ from ..scop import Scop
 from .registers import RegisterPlan
 from .scratchpad import (Box, DataSpace, Partition, bounding_box, copy_in_hull, data_spaces,
                          partition, reuse)
-from .staging import staging_verdict
+from .staging import no_reuse, staging_verdict
 
 #: Largest static shared memory a block may declare without the opt-in attribute.
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -70,7 +70,7 @@ class KernelMemory:
     decisions: list[Note] = field(default_factory=list)   # one line per array
     registers: list[RegisterPlan] = field(default_factory=list)   # seed 004 §4.2
     #: (array, rule) of the partitions Algorithm 1 would buffer per sub-tile but whose
-    #: copies do not pay (:mod:`.staging`: rule ``R1`` or ``R3``)
+    #: copies do not pay (:mod:`.staging`: rule ``R0``, ``R1`` or ``R3``)
     unstaged: list[tuple[str, str]] = field(default_factory=list)
 
     @property
@@ -309,6 +309,8 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
         written = any(a.array == array and a.is_write for s in here for a in s.accesses)
         level, prefix = "block", pre_outer
         cands = _candidates(scop, spaces_at(pre_outer, array), options, not written)
+        if options.shared == "auto" and (same_level or all(b.bounded for _, b, _, _ in cands)):
+            cands = _judge_staging(scop, cands, pre_outer, None, 0, mem)
         if not same_level and not all(box.bounded for _, box, _, _ in cands):
             level, prefix = "sub-tile", pre_inner
             cands = _candidates(scop, spaces_at(pre_inner, array), options, not written)
@@ -329,17 +331,21 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
 
 
 def _judge_staging(scop: Scop, cands: list[tuple[Partition, Box, bool, str]],
-                   prefix: isl.UnionMap, inner: isl.ScheduleNode, mapped: int,
+                   prefix: isl.UnionMap, inner: isl.ScheduleNode | None, mapped: int,
                    mem: KernelMemory) -> list[tuple[Partition, Box, bool, str]]:
-    """The sub-tile candidates with those whose copies do not pay refused
-    (:mod:`.staging`), each recorded in ``mem.unstaged``."""
+    """The candidates with those whose copies do not pay refused (:mod:`.staging`:
+    rule R0 per block, ``inner`` None; every rule per sub-tile), each recorded in
+    ``mem.unstaged``."""
     out = []
+    level = "per sub-tile" if inner is not None else "per block"
     for part, box, ok, why in cands:
         if ok and box.bounded:
-            verdict = staging_verdict(scop, part, prefix, inner, mapped)
+            # per sub-tile R1 covers R0 (no reuse at all is no reuse across threads)
+            verdict = (no_reuse(scop, part, prefix) if inner is None else
+                       staging_verdict(scop, part, prefix, inner, mapped))
             if not verdict.pays:
                 mem.unstaged.append((part.array, verdict.rule))
-                ok, why = False, (f"a copy per sub-tile would not pay ({verdict.rule}: "
+                ok, why = False, (f"a copy {level} would not pay ({verdict.rule}: "
                                   f"{verdict.why}), although {why}")
         out.append((part, box, ok, why))
     return out

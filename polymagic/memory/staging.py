@@ -7,6 +7,11 @@ reloaded at every step of the sub-tiled sequential loop, with a barrier before a
 after the copy-in, seed 004 §4.3) pays only when it saves global loads that the
 hardware would not save anyway.  This module states which reuse does not:
 
+* **R0, no reuse at all** (any level): every element of the partition is used by one
+  statement instance of the block: Algorithm 1 counts the read and the write of
+  ``ex[i][j] = ex[i][j] - ...`` as two overlapping references ("constant reuse",
+  overlap 1x), but each element is loaded once and stored once with or without the
+  copy, which only adds its barriers (fdtd-2d's ``sh0_ex``, trmm's ``B = alpha * B``).
 * **R1, per-thread data**: no element of the partition is used by two threads of the
   block in one sub-tile (the read and the write of one statement instance, which
   Algorithm 1 counts as "constant reuse", or a thread's own reuse along its
@@ -48,7 +53,7 @@ from .scratchpad import Partition
 
 @dataclass(frozen=True)
 class StagingVerdict:
-    """Whether a sub-tile partition is worth its copies: ``rule`` is ``"R1"`` or
+    """Whether a partition is worth its copies: ``rule`` is ``"R0"``, ``"R1"`` or
     ``"R3"`` (see the module docstring) when it is not, ``None`` when it is; ``why``
     says it in words (the memory note)."""
     rule: str | None
@@ -131,6 +136,26 @@ def staging_verdict(scop: Scop, part: Partition, prefix: isl.UnionMap,
             return StagingVerdict("R3", "threads share elements only with their neighbours "
                                   "along x, whose coalesced loads overlap in the same "
                                   "sectors")
+    return StagingVerdict(None, "")
+
+
+def no_reuse(scop: Scop, part: Partition, prefix: isl.UnionMap) -> StagingVerdict:
+    """Rule R0 on a partition at any level (``prefix``: the kernel's instances to the
+    block's or sub-tile's prefix schedule): no element used by two statement
+    instances of one block or sub-tile."""
+    uses = None
+    for d in part.spaces:
+        stmt = scop.statement(d.stmt)
+        dom = prefix.domain().extract_set(stmt.domain.get_space())
+        rel = isl.UnionMap.from_map(stmt.accesses[d.ref].relation.intersect_domain(dom))
+        uses = rel if uses is None else uses.union(rel)
+    if uses is None:
+        return StagingVerdict(None, "")
+    pairs = uses.apply_range(uses.reverse()).intersect(prefix.apply_range(prefix.reverse()))
+    others = pairs.subtract(prefix.domain().identity()).intersect_params(scop.context)
+    if others.is_empty():
+        return StagingVerdict("R0", "each element is used by one statement instance: "
+                              "loaded and stored once with or without a copy")
     return StagingVerdict(None, "")
 
 
