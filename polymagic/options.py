@@ -204,6 +204,11 @@ class CompileOptions(_Frozen):
     cpu_code: bool = False
     cpu_l1: int = 32 * 1024                       # the CPU tile model's cache sizes (bytes)
     cpu_l2: int = 512 * 1024
+    # the device model of the default tiles (polymagic.mapping.grid_fill): multiprocessors
+    # of the target GPU (an H100 SXM5: 132, as polymagic.tiles.model.H100); at the given
+    # sizes a compute-bound band's register tiles shrink until the grid has a block per
+    # multiprocessor; 0: today's 128 x 128 tiles regardless of the grid
+    device_sms: int = 132
 
     @property
     def schedule(self) -> ScheduleOptions:

@@ -9,6 +9,10 @@ here: the decision (and where it is not taken), the generated code's shape, emul
 multiples, the predicted global loads and stores == the emulator's (the accumulators
 loaded and stored once per point across the isolated pieces), and the sm_90 machine
 code of the ``+=`` kernels (FMA share, FMAs per shared load, no spills).
+
+The small sizes here would make the grid-fill rule (:mod:`polymagic.mapping.grid_fill`,
+tested in ``test_grid_fill.py``) shrink the tiles: these tests compile with
+``device_sms=0`` (no device model: the 128 x 128 register tiles at any size).
 """
 from __future__ import annotations
 
@@ -46,7 +50,7 @@ def _source(name: str) -> str:
 
 
 def _compile_run(name: str, sizes: dict, **kw):
-    opts = Options(sizes=sizes, target="emulator", **kw)
+    opts = Options(sizes=sizes, target="emulator", device_sms=0, **kw)
     c = compile_source(_source(name), opts)
     r = run(c, opts)
     assert r.ok, f"{name} {sizes}: {r.message}"
@@ -71,7 +75,7 @@ def _plans(c):
     ("mvt", {"n": 20}, []),
 ])
 def test_default_register_tile_decision(name, sizes, tiled):
-    c = compile_source(_source(name), Options(sizes=sizes, target="emulator"))
+    c = compile_source(_source(name), Options(sizes=sizes, target="emulator", device_sms=0))
     plans = _plans(c)
     got = sorted(k for k, p in plans.items() if p.per_thread == (8, 8))
     assert got == tiled
@@ -87,7 +91,7 @@ def test_options_keep_their_tiles():
     src = _source("gemm-acc")
     for kw in ({"tile": (32, 32, 16)}, {"block": (32, 8)}, {"registers": False},
                {"shared": "none"}):
-        c = compile_source(src, Options(sizes={"N": 40}, target="emulator", **kw))
+        c = compile_source(src, Options(sizes={"N": 40}, target="emulator", device_sms=0, **kw))
         (plan,) = c.mapping.plans.values()
         assert plan.per_thread != (8, 8), kw
 
@@ -134,7 +138,7 @@ def test_syrk_reads_of_a_get_a_buffer_each():
     """syrk's A[i][k] and A[j][k] overlap only on diagonal blocks: their union's box
     grows with the problem size, each alone does not, A is read-only: one buffer each."""
     c = compile_source(_source("syrk-acc"), Options(sizes={"n": 40, "m": 30},
-                                                    target="emulator"))
+                                                    target="emulator", device_sms=0))
     assert "sh0_A_0[128][16]" in c.cuda and "sh0_A_1[128][16]" in c.cuda
 
 

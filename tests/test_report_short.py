@@ -27,7 +27,8 @@ def test_gemm_report_fits_ten_lines(capsys):
     assert main(["run", str(ROOT / "examples" / "gemm.c"), "--size", "N=200"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) <= 10, "\n".join(lines)
-    assert lines[0].startswith("gemm: 1 kernel: kernel0: i, j in 128×128 tiles")
+    # 8 x 32 tiles fill the grid best at N = 200 (mapping.grid_fill)
+    assert lines[0].startswith("gemm: 1 kernel: kernel0: i, j in 8×32 tiles")
     assert lines[1].startswith("ran on: ")
     assert lines[2].startswith("check: OK")
     assert lines[3].startswith("times: compile")
@@ -59,7 +60,7 @@ def test_show_notes_lists_every_note_grouped(gemm):
     view = text.split("==== Why: every note, by kernel and stage ====\n", 1)[1]
     for n in compiled.notes:
         assert n.after_kernel() in view
-    assert "kernel0:\n  shared-memory buffers:\n" in view
+    assert "kernel0:\n  mapping:\n" in view and "\n  shared-memory buffers:\n" in view
 
 
 def test_html_why_section_holds_every_note(gemm):

@@ -55,7 +55,8 @@ def _opts(name: str, sizes: dict, tile: str | None, **kw) -> Options:
         if name == "jacobi-2d":          # a 2-d band: block tile and points per thread
             tile = "64,64:4,4"
         args += f" --tile {tile}"
-    return parse_options(args).with_(sizes=sizes, **kw)
+    # device_sms=0: the default tiles at any size (mapping.grid_fill would shrink them)
+    return parse_options(args).with_(sizes=sizes, device_sms=0, **kw)
 
 
 def _vector_copies(c) -> list[kir.VectorCopy]:

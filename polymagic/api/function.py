@@ -29,7 +29,8 @@ class PolyFunction:
     device target only — pass ``check=True`` to also compare with the CPU
     reference (results are then written only if the check passes).  Nothing is
     recompiled, except for other sizes of an in-place recurrence (the recurrence
-    model chooses at the sizes) and for arrays whose layout (a transposed or strided view)
+    model chooses at the sizes) or of a compute-bound band whose default tiles fit
+    the grid to the sizes (:mod:`polymagic.mapping.grid_fill`), and for arrays whose layout (a transposed or strided view)
     changes which loop the superposition's coalescing model puts on thread x
     (:func:`polymagic.compiler.specialise_layout`, cached per layout); device
     modules are built once and reused.  Returns the :class:`RunReport`.
@@ -75,9 +76,13 @@ class PolyFunction:
     def _for_sizes(self, args: Mapping[str, object]) -> Compiled:
         """The compilation for the call's sizes: the recurrence model chose at the
         cell's sizes (:mod:`polymagic.compiler.recurrence`, a one-block kernel is
-        specialised to them), so other sizes are compiled again (cached per sizes)."""
+        specialised to them), and default tiles fit the grid to them
+        (:mod:`polymagic.mapping.grid_fill`), so other sizes are compiled again
+        (cached per sizes)."""
         compiled = self.compiled
-        if compiled.recurrence is None:
+        fitted = compiled.options.device_sms > 0 and any(
+            p.grid_fill is not None for p in compiled.mapping.plans.values())
+        if compiled.recurrence is None and not fitted:
             return compiled
         sizes = {p: int(args[p]) for p in compiled.scop.size_params if p in args}
         if all(compiled.options.sizes.get(p) == v for p, v in sizes.items()):

@@ -16,6 +16,7 @@ import islpy as isl
 from .. import kir
 from ..memory.localcode import LocalBuffer, LocalPlan
 from ..memory.plan import BufferPlan, KernelMemory
+from .grid_fill import GridFill
 
 DEFAULT_TILES = {1: (256,), 2: (32, 32), 3: (4, 8, 32)}
 DEFAULT_BLOCKS = {1: (256,), 2: (32, 8), 3: (32, 4, 2)}
@@ -83,6 +84,9 @@ class KernelPlan:
     # ``pm_h<k>`` (:data:`HOST_PARAM`) and the block ids, when the mapper knows one
     # (time tiles: no floor of the wavefront for isl's AST generator to project)
     launch_domain: isl.UnionSet | None = None
+    #: the default tiles of a compute-bound band and why (:mod:`.grid_fill`); None
+    #: when the band is not one or tiles were given
+    grid_fill: GridFill | None = None
 
     @property
     def block(self) -> tuple[int, int, int]:

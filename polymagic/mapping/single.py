@@ -40,7 +40,8 @@ from ..schedule import ScheduleResult
 from ..scop import Scop
 from ..timeblock import TIME_TILES_MARK
 from .full_tiles import full_tile_instances, full_tiles
-from .register_tiles import BLOCK_TILE, POINTS, compute_bound, split_fixed_statements
+from .grid_fill import GridFill, grid_fill
+from .register_tiles import compute_bound, split_fixed_statements
 from .observer import NO_OBSERVER, BandEvent, MappingObserver
 from .result import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, MARK_PREFIX, KernelPlan,
                      MappedMember, MappingResult)
@@ -66,8 +67,12 @@ class SingleMapper(TimeKernels):
         self.constants = ConstantChooser(scop, options.sizes)
         #: private local scalars (ScheduleResult.private_temps): registers only
         self.private: frozenset[str] = frozenset()
-        # (block tile, points per thread) chosen for the band being mapped, by default
-        self.band_default: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+        # (block tile, points per thread or None) chosen for the band being mapped, by default
+        self.band_default: tuple[tuple[int, ...], tuple[int, ...] | None] | None = None
+        #: the default tiles of the band being mapped (:mod:`.grid_fill`)
+        self.band_fill: GridFill | None = None
+        #: a default tile was chosen at the sizes' values (or for want of them)
+        self.sizes_read = False
 
     def new_name(self) -> str:
         return f"{MARK_PREFIX}{len(self.plans)}"
@@ -159,7 +164,7 @@ class SingleMapper(TimeKernels):
     def per_thread(self) -> tuple[int, ...] | None:
         """Points per thread along the block-tile members (``--tile T:t``), or None."""
         if self.band_default:
-            return self.band_default[1]
+            return self.band_default[1]         # None: default tiles without registers
         return per_thread_tile(self.options.tile_levels, self.options.block)
 
     def default_register_tile(self, node: isl.ScheduleNode) -> None:
@@ -167,15 +172,22 @@ class SingleMapper(TimeKernels):
         (:func:`.register_tiles.compute_bound`) when no tile, block or per-thread
         size is given; sets :attr:`band_default` for the band being mapped."""
         self.band_default = None
+        self.band_fill = None
         o = self.options
         if o.tile is not None or o.block is not None or o.tile_levels or not o.registers \
                 or o.shared == "none":
             return
         n = node.band_n_member()
-        if compute_bound(self.scop, node.band_get_partial_schedule(), node.get_domain(),
+        mupa = node.band_get_partial_schedule()
+        if compute_bound(self.scop, mupa, node.get_domain(),
                          min(leading_coincident(node), 3), n, node.band_get_permutable()) \
-                and is_rectangular(node.band_get_partial_schedule()):
-            self.band_default = (BLOCK_TILE, POINTS)
+                and is_rectangular(mupa):
+            # the tiles that fill the grid at the given sizes (seed 000 §4.1)
+            fill = grid_fill(self.scop, mupa, node.get_domain(), o.sizes, o.device_sms)
+            self.sizes_read = self.sizes_read or o.device_sms > 0
+            self.band_fill = fill
+            if fill.points is not None or fill.tile != DEFAULT_TILES[2]:
+                self.band_default = (fill.tile, fill.points)
 
     def jam_point_band(self, inner: isl.ScheduleNode, m: int, s: int) -> isl.ScheduleNode:
         """Unroll-and-jam for per-thread tiles (seed 000 §4.1 register tiling, seed 004
@@ -280,7 +292,13 @@ class SingleMapper(TimeKernels):
                 "plain loop iterators); buffers over skewed tiles are not planned yet")])
         elif self.options.shared != "none":
             plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name[3:],
-                                             host_prefix)
+                                             host_prefix, m)
+        plan.grid_fill = self.band_fill
+        if self.band_fill is not None and reuse is None:
+            if plan.memory is None:
+                plan.memory = KernelMemory()
+            plan.memory.decisions = plan.memory.decisions + [Note(
+                "mapping", self.band_fill.text(), kernel=name[3:])]
         if self.options.registers and m and reuse is None:
             from ..memory.registers import plan_registers
             mapped = full.drop_dims(isl.dim_type.set, m, n - m) if n > m else full
@@ -307,6 +325,10 @@ class SingleMapper(TimeKernels):
             drop_register_buffers(plan.memory, name[3:], self.options,
                                   math.prod(-(-mm.tile // mm.threads) for mm in members))
             keep_private_in_registers(plan.memory, name[3:], private)
+        if m:
+            # before the check below: a buffer replaced by __constant__ memory stages nothing
+            self.constant_arrays(plan, domain, host_prefix, full, n, m,
+                                 node.get_schedule_depth())
         jams = self.per_thread is not None and rectangular      # see jam_point_band below
         if s and not jams and not (plan.memory and plan.memory.buffers):
             memory = plan.memory or KernelMemory()
@@ -314,9 +336,6 @@ class SingleMapper(TimeKernels):
             memory.decisions = memory.decisions + [Note(
                 "mapping", f"{subbed} not sub-tiled: no buffer to stage", kernel=name[3:])]
             return self._parallel_kernel(original, memory)
-        if m:
-            self.constant_arrays(plan, domain, host_prefix, full, n, m,
-                                 node.get_schedule_depth())
         if self.per_thread is not None:
             plan.per_thread = tuple(-(-mm.tile // mm.threads) for mm in members)
             # only over rectangular tiles: jamming a skewed band's point loops let two
@@ -404,4 +423,4 @@ def map_single(scop: Scop, sched: ScheduleResult, options: CompileOptions,
     return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops,
                          mapper.namer.copies, mapper.local_copies,
                          constants=mapper.constants.decls(),
-                         size_dependent=mapper.constants.size_dependent)
+                         size_dependent=mapper.constants.size_dependent or mapper.sizes_read)

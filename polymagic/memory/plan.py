@@ -33,6 +33,7 @@ from ..scop import Scop
 from .registers import RegisterPlan
 from .scratchpad import (Box, DataSpace, Partition, bounding_box, copy_in_hull, data_spaces,
                          partition, reuse)
+from .staging import no_reuse, staging_verdict
 
 #: Largest static shared memory a block may declare without the opt-in attribute.
 STATIC_SHARED_LIMIT = 48 * 1024
@@ -68,6 +69,9 @@ class KernelMemory:
     buffers: list[BufferPlan] = field(default_factory=list)
     decisions: list[Note] = field(default_factory=list)   # one line per array
     registers: list[RegisterPlan] = field(default_factory=list)   # seed 004 §4.2
+    #: (array, rule) of the partitions Algorithm 1 would buffer per sub-tile but whose
+    #: copies do not pay (:mod:`.staging`: rule ``R0``, ``R1`` or ``R3``)
+    unstaged: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def shared_bytes(self) -> int:
@@ -255,14 +259,14 @@ PLAN_OPERATIONS = 4_000_000
 
 
 def plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleNode,
-                       options: CompileOptions, kernel: str, fixed: isl.UnionMap | None = None
-                       ) -> KernelMemory:
+                       options: CompileOptions, kernel: str, fixed: isl.UnionMap | None = None,
+                       mapped: int = 0) -> KernelMemory:
     """:func:`_plan_kernel_memory` under an isl operation budget: a loop nest whose
     data spaces are too intricate gets no buffers instead of a hang."""
     from ..isl_util import OperationBudget
     try:
         with OperationBudget(scop.context.get_ctx(), PLAN_OPERATIONS):
-            return _plan_kernel_memory(scop, outer, inner, options, kernel, fixed)
+            return _plan_kernel_memory(scop, outer, inner, options, kernel, fixed, mapped)
     except isl.Error:
         return KernelMemory(decisions=[memory_note(
             kernel, None, f"no buffers: planning them took more than {PLAN_OPERATIONS} isl "
@@ -270,14 +274,16 @@ def plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleN
 
 
 def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleNode,
-                        options: CompileOptions, kernel: str, fixed: isl.UnionMap | None = None
-                        ) -> KernelMemory:
+                        options: CompileOptions, kernel: str, fixed: isl.UnionMap | None = None,
+                        mapped: int = 0) -> KernelMemory:
     """Choose buffers for a block tile.
 
     ``outer`` is the node just below the block tile loops (the sub-tile band, or the
-    point band when there is none), ``inner`` the point band.  An array is buffered
-    at the outer level when all its partitions there are bounded (its whole block
-    footprint fits a fixed buffer), else at the inner (sub-tile) level.
+    point band when there is none), ``inner`` the point band, whose first ``mapped``
+    members are the block's thread members.  An array is buffered at the outer level
+    when all its partitions there are bounded (its whole block footprint fits a fixed
+    buffer), else at the inner (sub-tile) level, where (``--shared auto``) a partition
+    is buffered only when its copies pay (:func:`.staging.staging_verdict`).
     """
     mem = KernelMemory()
     pre_inner = _prefix(inner)
@@ -303,9 +309,13 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
         written = any(a.array == array and a.is_write for s in here for a in s.accesses)
         level, prefix = "block", pre_outer
         cands = _candidates(scop, spaces_at(pre_outer, array), options, not written)
+        if options.shared == "auto" and (same_level or all(b.bounded for _, b, _, _ in cands)):
+            cands = _judge_staging(scop, cands, pre_outer, None, 0, mem)
         if not same_level and not all(box.bounded for _, box, _, _ in cands):
             level, prefix = "sub-tile", pre_inner
             cands = _candidates(scop, spaces_at(pre_inner, array), options, not written)
+            if options.shared == "auto" and mapped:
+                cands = _judge_staging(scop, cands, pre_inner, inner, mapped, mem)
         kid = kernel.rsplit("kernel", 1)[-1]          # kernel names: pm_kernel<k>
         bufs, reasons = array_buffers(scop, options, array, cands, prefix, level, written,
                                       buffer_stem(scop, f"sh{kid}"), flows)
@@ -318,6 +328,27 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
     mem.buffers, dropped = fit_buffers(chosen, options, kernel)
     mem.decisions += dropped
     return mem
+
+
+def _judge_staging(scop: Scop, cands: list[tuple[Partition, Box, bool, str]],
+                   prefix: isl.UnionMap, inner: isl.ScheduleNode | None, mapped: int,
+                   mem: KernelMemory) -> list[tuple[Partition, Box, bool, str]]:
+    """The candidates with those whose copies do not pay refused (:mod:`.staging`:
+    rule R0 per block, ``inner`` None; every rule per sub-tile), each recorded in
+    ``mem.unstaged``."""
+    out = []
+    level = "per sub-tile" if inner is not None else "per block"
+    for part, box, ok, why in cands:
+        if ok and box.bounded:
+            # per sub-tile R1 covers R0 (no reuse at all is no reuse across threads)
+            verdict = (no_reuse(scop, part, prefix) if inner is None else
+                       staging_verdict(scop, part, prefix, inner, mapped))
+            if not verdict.pays:
+                mem.unstaged.append((part.array, verdict.rule))
+                ok, why = False, (f"a copy {level} would not pay ({verdict.rule}: "
+                                  f"{verdict.why}), although {why}")
+        out.append((part, box, ok, why))
+    return out
 
 
 def array_buffers(scop: Scop, options: CompileOptions, array: str,
