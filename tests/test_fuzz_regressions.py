@@ -17,8 +17,10 @@ import pytest
 from fuzz import regressions, runner
 from fuzz.pool import Pool
 # imported here, before the forks, so each test's worker does not import them anew
-import polymagic.compiler  # noqa: F401
-import polymagic.runtime.run  # noqa: F401
+from polymagic.compiler import compile_source
+from polymagic.runtime.run import run
+
+_PRELOADED = (compile_source, run)
 
 #: CPU seconds per reproducer: the slowest pass in 13-22 s alone, and CPU time too
 #: grows under load (caches shared with other processes); 30 s was too close
