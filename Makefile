@@ -59,8 +59,12 @@ docs-browser-test: $(DOCS_STAMP)
 demo: $(STAMP)
 	$(VPY) -m polymagic run examples/gemm.c --size N=200
 
+# --dist worksteal: each worker starts on a contiguous half of the tests (a file's
+# tests share their compiles and module fixtures in one process; xdist's default
+# sends neighbouring tests to alternate workers) and an idle worker takes the tail
+# of the other's queue (docs/testing.md)
 test: $(STAMP)
-	$(VPY) -m pytest -q -n auto tests
+	$(VPY) -m pytest -q -n auto --dist worksteal tests
 
 browser-test: $(STAMP)
 	@echo "browser-test: needs playwright and jupyterlab (pip, into $(VENV)) and Chromium (Debian's"

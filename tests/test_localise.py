@@ -138,17 +138,22 @@ def test_bad_loop_and_window():
 
 @functools.lru_cache(maxsize=None)
 def _run(path, sizes, *extra):
-    """The CLI's --json report of one run (a subprocess: the CLI end to end); the
-    same command twice in this module runs once (results are deterministic)."""
+    """The CLI's --json report of one run (``polymagic.cli.main``: options parsed as
+    on the command line; in this process, so the start-up of a fresh interpreter,
+    about 1 CPU s a run, is not paid some thirty times, and the compile caches are
+    shared; tests/test_cli.py runs the CLI as a process); the same command twice in
+    this module runs once (results are deterministic)."""
+    import contextlib
+    import io
     import json
-    import subprocess
-    import sys
-    cmd = [sys.executable, "-m", "polymagic", "run", str(EXAMPLES / path), "--size", sizes,
-           "--target", "emulator", "--json", *extra]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                       cwd=EXAMPLES.parent)
-    out = json.loads(p.stdout)
-    assert p.returncode == 0, out
+    from polymagic.cli import main
+    argv = ["run", str(EXAMPLES / path), "--size", sizes, "--target", "emulator", "--json",
+            *extra]
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = main(argv)
+    out = json.loads(buf.getvalue())
+    assert rc == 0, out
     return out
 
 

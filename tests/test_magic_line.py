@@ -181,7 +181,7 @@ def test_status_line_in_a_notebook_kernel(tmp_path, monkeypatch):
         "    time.sleep(0.5)\n"
         "    status.phase('running and checking')\n"
         "    time.sleep(0.3)\n")]
-    client = NotebookClient(nb, timeout=120, kernel_name="python3",
+    client = NotebookClient(nb, timeout=600, startup_timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}})
     shown = []
     output = client.output

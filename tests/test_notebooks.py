@@ -30,7 +30,7 @@ def test_notebook_runs(path: Path, tmp_path: Path, monkeypatch):
     nb = nbformat.read(path, as_version=4)
     # The kernel imports the checkout's polymagic even without an install.
     monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    client = NotebookClient(nb, timeout=600, kernel_name="python3",
+    client = NotebookClient(nb, timeout=600, startup_timeout=600, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}})
     client.execute()          # raises CellExecutionError on the first failing cell
     results = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]

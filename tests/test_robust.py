@@ -286,7 +286,8 @@ def test_notebook_kernel_survives_a_division_by_zero(tmp_path, monkeypatch):
         v4.new_code_cell("print('alive', int(C.sum()))"),
     ])
     monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+    client = nbclient.NotebookClient(nb, timeout=600, startup_timeout=600, kernel_name="python3",
+                                     allow_errors=True,
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     fault = "".join(o.get("text", "") + o.get("evalue", "") for o in nb.cells[1].outputs)

@@ -184,15 +184,18 @@ def test_per_thread_tiles_without_shared_memory():
 def test_json_shared_bytes_drop_for_gemm():
     """The CLI's --json shared_bytes: 8 KB with C's duplicate 32x32 buffer (registers
     off), 4 KB without it; 8 KB for the 64x64x16 tile with 4x4 points per thread."""
+    import contextlib
+    import io
     import json
-    import subprocess
-    import sys
+    from polymagic.cli import main
 
     def shared(*args):
-        out = subprocess.run([sys.executable, "-m", "polymagic", "run", str(EXAMPLES / "gemm.c"),
-                              "--size", "N=40", "--target", "emulator", "--json", *args],
-                             capture_output=True, text=True, timeout=300)
-        return json.loads(out.stdout)["shared_bytes"]
+        # the CLI's main in this process (tests/test_cli.py runs it as a process)
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            main(["run", str(EXAMPLES / "gemm.c"), "--size", "N=40", "--target", "emulator",
+                  "--json", *args])
+        return json.loads(buf.getvalue())["shared_bytes"]
     assert shared("--no-registers") == 32 * 32 * 4 + 2 * 32 * 16 * 4
     # by default at N = 40, 8 x 32 tiles fill the grid best (mapping.grid_fill): A's
     # 8 x 16 and B's 16 x 32 sub-tiles, C in registers

@@ -293,14 +293,16 @@ def test_sor_1d_time_tiled_keeps_a_thread_per_tile(sizes):
 def test_jacobi_2d_tiles_localised_when_asked():
     """``--localise t`` with 2-d time tiles (slow for isl, so not the default): the
     tile's A and B live in shared memory for all its steps; emulator == CPU (sizes
-    not multiples of the tiles) and the global loads fall to about a quarter of the
-    same tiles' without localisation (measured 5,480 against 22,050; the host loop
-    with per-tile buffers makes 5,290 at these small tiles)."""
-    tiled, rep = _tt("jacobi-2d.c", "tsteps=5,n=23", "2,8,8", ("--localise", "t"))
+    not multiples of the tiles) and the global loads fall to about a third of the
+    same tiles' without localisation.  Tiles 2,4,4: isl's AST generation for the
+    localised tile costs about 23 CPU s here and about 100 s at 2,6,6 or 2,8,8 whatever
+    the sizes (where the loads fall to about a quarter: 5,480 against 22,050 at
+    tsteps=5, n=23; docs/testing.md, "What lives in benchmarks instead")."""
+    tiled, rep = _tt("jacobi-2d.c", "tsteps=4,n=15", "2,4,4", ("--localise", "t"))
     assert rep.ok and rep.checked
     assert any("the tile's whole footprint" in n for n in tiled.note_lines), tiled.note_lines
-    _, plain = _tt("jacobi-2d.c", "tsteps=5,n=23", "2,8,8", ("--shared", "none"))
-    assert rep.counters["loads"] < 0.3 * plain.counters["loads"]
+    _, plain = _tt("jacobi-2d.c", "tsteps=4,n=15", "2,4,4", ("--shared", "none"))
+    assert rep.counters["loads"] < 0.4 * plain.counters["loads"]
 
 
 # ---- jacobi-2d at the issue's tile sizes: each launch as an affine set ----------------

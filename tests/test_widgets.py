@@ -211,7 +211,8 @@ def test_updates_from_a_real_kernel_are_debounced(tmp_path):
     a burst of three slider values gives one regeneration, with the last value."""
     jc = pytest.importorskip("jupyter_client.manager")
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    km, kc = jc.start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
+    km, kc = jc.start_new_kernel(startup_timeout=600, kernel_name="python3", env=env,
+                                   cwd=str(tmp_path))
     try:
         def run(code: str, timeout: float = 600) -> str:   # hang guards, not time limits
             msg_id = kc.execute(code)
