@@ -87,13 +87,19 @@ def test_algorithm1_reuse_decisions(fig1):
     assert decisions[("A", 1, False)] is False
 
 
-@pytest.mark.parametrize("name, prefix", [
+#: (kernel, block prefix) of a 3-d and a 2-d stencil with a time loop
+STENCIL_BLOCKS = [
     ("benchmarks/kernels/heat-3d.c",
      "[tsteps, n] -> { S0[t, i, j, k] -> [t, floor(i/4), floor(j/8), floor(k/32)];"
      " S1[t, i, j, k] -> [t, floor(i/4), floor(j/8), floor(k/32)] }"),
     ("examples/jacobi-2d.c",
      "[tsteps, n] -> { S0[t, i, j] -> [t, floor(i/32), floor(j/32)];"
      " S1[t, i, j] -> [t, floor(i/32), floor(j/32)] }"),
+]
+
+
+@pytest.mark.parametrize("name, prefix", [
+    *STENCIL_BLOCKS,
     ("examples/gemm.c", "[ni, nj, nk] -> { S0[i, j] -> [floor(i/32), floor(j/32)];"
      " S1[i, j, k] -> [floor(i/32), floor(j/32)] }"),
 ])
@@ -127,12 +133,7 @@ def test_boxes_from_the_pieces_equal_those_of_the_coalesced_union(name, prefix):
 
 
 @pytest.mark.parametrize("name, prefix", [
-    ("benchmarks/kernels/heat-3d.c",
-     "[tsteps, n] -> { S0[t, i, j, k] -> [t, floor(i/4), floor(j/8), floor(k/32)];"
-     " S1[t, i, j, k] -> [t, floor(i/4), floor(j/8), floor(k/32)] }"),
-    ("examples/jacobi-2d.c",
-     "[tsteps, n] -> { S0[t, i, j] -> [t, floor(i/32), floor(j/32)];"
-     " S1[t, i, j] -> [t, floor(i/32), floor(j/32)] }"),
+    *STENCIL_BLOCKS,
     ("examples/syrk.c", "[n, m] -> { S0[i, j] -> [floor(i/32), floor(j/32)];"
      " S1[i, j, k] -> [floor(i/32), floor(j/32)] }"),
 ])
