@@ -41,7 +41,7 @@ TARGET_S = 0.5
 
 def fresh_values(start: int, n: int) -> list[int]:
     """``n`` tile sizes different from ``start`` and from each other."""
-    out, v = [], start
+    out: list[int] = []
     for cand in (8, 12, 16, 24, 20, 40, 48, 28, 36, 56, 44, 52):
         if cand != start and cand not in out:
             out.append(cand)

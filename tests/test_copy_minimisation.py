@@ -7,7 +7,6 @@ from __future__ import annotations
 import pathlib
 
 import islpy as isl
-import pytest
 
 from polymagic.mapping import map_schedule
 from polymagic.options import Options

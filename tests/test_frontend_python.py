@@ -5,9 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import warnings
 
-import islpy as isl
 import numpy as np
 import pytest
 

@@ -320,7 +320,6 @@ def _fake_cupy(launches: list):
     scale kernel of test_runtime (row = blockIdx.y, column = 32·blockIdx.x +
     threadIdx.x), reading and writing through the pointer and stride arguments."""
     import ctypes
-    import sys
     import types
     from types import SimpleNamespace
 

@@ -5,8 +5,6 @@ run in a real Jupyter kernel where widget updates arrive as comm messages."""
 from __future__ import annotations
 
 import os
-import sys
-import threading
 import time
 from pathlib import Path
 

@@ -275,7 +275,7 @@ class GpuModule:
     second CUDA stream when their data do not conflict and both fit."""
 
     def __init__(self, compiled):
-        cp = _cupy()
+        _cupy()                         # no CuPy: the error now, not at the first run
         self.compiled = compiled
         self.program: kir.Program = compiled.program
         self.scop = compiled.scop
