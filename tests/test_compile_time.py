@@ -45,7 +45,7 @@ def test_no_split_when_every_tile_is_full():
     """256 = 2 x 128: every block tile is full, one piece (isl's AST of the kernel
     once), no full-tile condition in the code."""
     compiler.clear_caches()
-    c = compiler.compile_source(_gemm(256))
+    c = compiler.compile_source(_gemm(256), Options(device_sms=0))   # 128x128:8x8 tiles
     plan = _plan(c)
     assert plan.per_thread == (8, 8) and plan.full_instances is None
     assert not plan.full_tiles
@@ -56,7 +56,7 @@ def test_split_when_some_tile_is_partial():
     """300 = 2 x 128 + 44: the full tiles' piece under the block's condition, the
     generic piece for the partial ones; emulator == CPU."""
     compiler.clear_caches()
-    opts = Options(target="emulator")
+    opts = Options(target="emulator", device_sms=0)      # 128x128:8x8 tiles, not fit
     c = compiler.compile_source(_gemm(300), opts)
     plan = _plan(c)
     assert plan.full_tiles and plan.full_instances is not None
@@ -114,7 +114,7 @@ void tg2(int T, int N, float C[N][N], float A[N][N], float B[N][N]) {
 @pytest.mark.parametrize("per_kernel", [False, True])
 def test_split_under_a_host_loop(per_kernel):
     opts = Options(sizes={"T": 2, "N": 130}, target="emulator", recurrence="wavefront",
-                   per_kernel=per_kernel)
+                   per_kernel=per_kernel, device_sms=0)
     c = compiler.compile_source(HOST_LOOP, opts)
     assert c.mapping.host_loops == ["t"]
     assert any(p.full_instances is not None for p in c.mapping.plans.values())

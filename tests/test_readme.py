@@ -18,10 +18,10 @@ import readme_example  # noqa: E402
 
 #: figures of the example's text report that README.md and
 #: docs/guide/reading-reports.md quote in their explanations of sectors per request
-QUOTED = ("3.85", "7.35")
+QUOTED = ("3.57", "5.82")
 #: the example's total transactions (32-byte sectors) they quote: the JSON's
 #: ``global_transactions``
-TRANSACTIONS = "30,000"
+TRANSACTIONS = "170,000"
 DOCS_QUOTING = ["README.md", "docs/guide/reading-reports.md"]
 
 

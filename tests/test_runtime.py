@@ -16,7 +16,7 @@ import pytest
 from polymagic import kir
 from polymagic.errors import CompileError, DeviceError, InputError
 from polymagic.expr import Access, Assign, Binary, Call, Float, Int, Var
-from polymagic.options import Options
+from polymagic.options import CompileOptions, Options
 from polymagic.runtime import cpu, gpu, run as rt
 from polymagic.api.function import make_callable
 from polymagic.runtime.run import (RunReport, compare, gather_inputs, prepare_inputs,
@@ -82,7 +82,8 @@ def stand_in_compiled(scop: Scop | None = None) -> SimpleNamespace:
     return SimpleNamespace(scop=scop or scale_scop(), program=program,
                            cuda='extern "C" __global__ void kernel0() {}\n',
                            host_py=print_host_python(program), notes=[], summary="",
-                           recurrence=None)
+                           recurrence=None, options=CompileOptions(),
+                           mapping=SimpleNamespace(plans={}))
 
 
 def scale_result(args: dict) -> np.ndarray:
@@ -658,8 +659,8 @@ def test_gemm_on_the_gpu():
 def test_device_module_built_once_and_reused(monkeypatch):
     pytest.importorskip("polymagic.runtime.emulator", reason="emulator not there yet")
     from polymagic.runtime import emulator
-    o = Options(target="emulator")
-    c = _gemm_compiled(o)
+    o = Options(target="emulator", sizes={"N": 7})   # the tiles fit to the grid at N=7:
+    c = _gemm_compiled(o)                              # a call at N=7 keeps them
     sizes, ns = _gemm_namespace(c, 7)
     calls = []
     real = emulator.build
