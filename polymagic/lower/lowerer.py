@@ -156,14 +156,20 @@ class _Lowerer:
 
     def at_each_domain(self, node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
         """Lower the statement of a user node while the build still knows its loops;
-        the node is annotated with the index of the lowered statement."""
+        the node is annotated with the index of the lowered statement.  Nothing may
+        escape: islpy drops an exception raised in a callback and hands isl a null
+        node, on which isl goes on until the process dies (fuzz finding 42: isl's
+        operation budget spent while allocating the annotation).  Errors are kept and
+        re-raised after AST generation; once one is kept, no isl call is made."""
+        if self.errors:
+            return node.copy()
         try:
             stmt = self.domain_stmt(node.user_get_expr(), build)
+            self.domain_stmts.append(stmt)
+            return node.set_annotation(isl.Id(f"pm_dom{len(self.domain_stmts) - 1}"))
         except Exception as e:          # re-raised after AST generation
             self.errors.append(e)
-            stmt = kir.Barrier(-1)
-        self.domain_stmts.append(stmt)
-        return node.set_annotation(isl.Id(f"pm_dom{len(self.domain_stmts) - 1}"))
+            return node.copy()
 
     def domain_stmt(self, call: isl.AstExpr, build: isl.AstBuild) -> kir.Stmt:
         name = call.get_op_arg(0).get_id().get_name()
