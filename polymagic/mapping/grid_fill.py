@@ -22,7 +22,7 @@ The model, for a band chosen for register tiles by default
       8 x  32 tiles, no register tile          (32 x 8 threads, 1 point each)
 
 and the first whose grid has at least ``CompileOptions.device_sms`` non-empty blocks
-(one per multiprocessor; blocks counted exactly with barvinok over the band's
+(one per multiprocessor; blocks counted exactly by isl over the band's
 instances at the given sizes, so syrk's triangle counts its half) is taken; when none
 has, the one with the most blocks (the last).  Without the sizes, or with
 ``device_sms = 0``, the first (today's choice).  The figures above are measurements;
