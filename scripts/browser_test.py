@@ -9,8 +9,9 @@
 3. Opens ``01_getting_started.ipynb``, runs all cells from the *Run* menu and checks
    the outputs: every check OK, no MISMATCH, no traceback.
 4. Opens ``06_tile_explorer.ipynb``, runs all cells, then moves the first tile-size
-   slider of the first explorer with the keyboard (32 -> 16) and waits until the
-   explorer has regenerated: the CUDA shown and the summary must change.
+   slider of the first explorer with the keyboard to 16 (to 32 when it starts at 16:
+   the default tile depends on the grid-filling rule) and waits until the explorer
+   has regenerated: the CUDA shown and the summary must change.
 
 Every wait is bounded (``--timeout``, per step).  Screenshots go to ``--out``
 (default ``build/browser-test/``) on success and on failure, with the server's log.
@@ -258,33 +259,39 @@ def check_outputs(page, name: str) -> None:
 
 
 def move_tile_slider(page, timeout_ms: int) -> tuple[str, str]:
-    """Move the first explorer's first tile slider from 32 to 16 with the keyboard;
-    return (summary before, summary after) once the explorer has regenerated."""
+    """Move the first explorer's first tile slider with the keyboard to 16 (to 32 when
+    it shows 16 already); return (summary before, summary after) once the explorer
+    has regenerated at the new size."""
     ex = page.locator(".polymagic-explorer").first
     ex.scroll_into_view_if_needed(timeout=timeout_ms)
     slider = ex.locator(".widget-slider").first
     readout = slider.locator(".widget-readout")
     before_value = readout.inner_text().strip()
+    if not before_value.isdigit():
+        raise AssertionError(f"the first tile slider shows {before_value!r}, not a number")
     tabs = ex.locator(".widget-tab-contents, .jupyter-widget-tab-contents").first
     cuda_before = tabs.inner_text()
     status = ex.locator(".widget-html-content", has_text="regenerated").first
     summary_before = status.inner_text()
     handle = slider.locator(".noUi-handle").first
     handle.focus()
-    n = int(before_value) - 16 if before_value.isdigit() else 16
-    for _ in range(max(n, 1)):
-        handle.press("ArrowLeft")
-    log(f"moved the slider from {before_value} to {readout.inner_text().strip()}")
-    # intermediate values may regenerate on the way (slow key presses): wait for 16
+    start = int(before_value)
+    target = 32 if start == 16 else 16
+    key = "ArrowRight" if target > start else "ArrowLeft"
+    for _ in range(abs(target - start)):
+        handle.press(key)
+    log(f"moved the slider from {start} to {readout.inner_text().strip()}")
+    # intermediate values may regenerate on the way (slow key presses): wait for the target
     page.wait_for_function(
-        """([el, before]) => {
+        """([el, before, tile]) => {
             const t = el.innerText;
-            return /regenerated/.test(t) && t !== before && t.includes('(tile 16,');
-        }""", arg=[status.element_handle(), summary_before], timeout=timeout_ms, polling=250)
+            return /regenerated/.test(t) && t !== before && t.includes(`(tile ${tile},`);
+        }""", arg=[status.element_handle(), summary_before, target], timeout=timeout_ms,
+        polling=250)
     summary_after = status.inner_text()
     if tabs.inner_text() == cuda_before:
         raise AssertionError("the CUDA tab did not change after moving the slider")
-    if "tile 16" not in summary_after:
+    if f"tile {target}" not in summary_after:
         raise AssertionError(f"the summary does not show the new tile size: {summary_after}")
     return summary_before, summary_after
 
