@@ -106,9 +106,56 @@ def test_results_reach_the_callers_arrays_and_aliasing_is_refused():
         _run(CONV, {"n": 10}, {"x": buf, "y": buf[:10]})
 
 
+HIST_FLAT = """\
+void hist(int n, int nbins, const int *bin, const float *w, float *h) {
+  for (int b = 0; b < nbins; b++)
+    h[b] = 0.0f;
+  for (int i = 0; i < n; i++)
+    h[bin[i]] += w[i];
+}
+"""
+
+SMOOTH_FLAT = """\
+void smooth(int n, const int *nbr, double *x, double *y) {
+  for (int j = 0; j < n; j++)
+    x[j] = x[j] * 0.5;
+  for (int j = 0; j < n; j++)
+    y[j] = x[j] + x[nbr[j]];
+}
+"""
+
+
+@pytest.mark.parametrize("src,sizes,name,extent", [
+    (HIST_FLAT, {"n": 3000, "nbins": 7}, "h", E.Var("nbins")),
+    (SMOOTH_FLAT, {"n": 300}, "x", E.Var("n")),
+])
+def test_pointers_behind_data_dependent_subscripts_are_sized_by_their_affine_accesses(
+        src, sizes, name, extent):
+    """A scatter-add or gather through a pointer: the affine accesses size it, the
+    data-dependent one is a may-access of every element (pet, IMPACT 2012, section 3)."""
+    compiled = _run(src, sizes)
+    assert compiled.scop.arrays[name].shape == (extent,)
+    may = [a for st in compiled.scop.statements for a in st.accesses
+           if a.array == name and a.may]
+    assert may and all(a.relation.range().is_bounded() for a in may)
+    if name == "h":
+        assert "atomicAdd(&h[bin[" in compiled.cuda
+
+
+def test_results_of_a_flat_histogram_reach_the_callers_array():
+    bins = np.array([0, 3, 3, 1, 0, 3], dtype=np.int32)
+    w = np.arange(6, dtype=np.float32)
+    h = np.full(4, -1.0, dtype=np.float32)
+    _run(HIST_FLAT, {"n": 6, "nbins": 4}, {"bin": bins, "w": w, "h": h})
+    assert h.tolist() == [4.0, 3.0, 0.0, 8.0]
+
+
 @pytest.mark.parametrize("src,word,line,col", [
     ("void f(int n, double *x) {\n  for (int i = 0; i < n; i++)\n    x[i - 1] = 0;\n}\n",
      "below index 0", 1, 22),
+    ("void f(int n, const int *p, const double *x, double *y) {\n"
+     "  for (int j = 0; j < n; j++)\n    y[j] = x[p[j]];\n}\n",
+     "only through data-dependent subscripts", 3, 12),
     ("void f(int n, double **x) {\n}\n", "points to a pointer", 1, 23),
     ("void f(int n, const double *x) {\n  for (int i = 0; i < n; i++)\n    x[i] = 0;\n}\n",
      "const array 'x'", 3, 5),

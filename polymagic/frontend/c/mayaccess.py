@@ -54,14 +54,29 @@ class MayAccesses(BuilderState):
     guards: tuple[tuple[c_ast.Node, bool], ...] = ()
     #: whether the last :meth:`array_ref` made a may-access
     ref_may: bool = False
+    #: pointer parameters read or written through a data-dependent subscript: the
+    #: first such reference (for messages)
+    unsized: dict[str, c_ast.Node] = {}
 
     def may_relation(self, space: isl.Space, array: str, node: c_ast.Node) -> isl.Map:
-        """``{ [iters] -> array[o] : 0 <= o_k < extent_k }``: every element."""
+        """``{ [iters] -> array[o] : 0 <= o_k < extent_k }``: every element.  A pointer
+        parameter's extent is not known until every access is built
+        (:meth:`~.pointers.Pointers.pointer_extents` sizes it from the affine ones):
+        its outermost dimension is left unbounded above here and bounded there."""
+        dom = isl.Set.universe(space)
+        box = self.element_box(array, node, sized=array not in self.pointer_names())
+        if array in self.pointer_names():
+            self.unsized = {array: node, **self.unsized}
+        return isl.Map.from_domain_and_range(dom, box).set_tuple_name(isl.dim_type.out, array)
+
+    def pointer_names(self) -> set[str]:
+        return {d.name for d in getattr(self, "pointer_decls", ())}
+
+    def element_box(self, array: str, node: c_ast.Node | None, sized: bool = True
+                    ) -> isl.Set:
+        """The elements of ``array`` over the size parameters: ``0 <= o_k < extent_k``
+        (the outermost extent left out unless ``sized``)."""
         arr = self.arrays[array]
-        if array in {d.name for d in getattr(self, "pointer_decls", ())}:
-            self.err(f"data-dependent subscript of pointer parameter '{array}': its extent "
-                     "cannot be inferred from the accesses; declare it with its size "
-                     f"({arr.ctype} {array}[n])", node)
         npar = len(self.size_params)
         sp = isl.Space.set_alloc(self.ctx, npar, len(arr.shape))
         for k, p in enumerate(self.size_params):
@@ -70,14 +85,16 @@ class MayAccesses(BuilderState):
         ls = isl.LocalSpace.from_space(sp)
         for k, ext in enumerate(arr.shape):
             var = isl.PwAff.var_on_domain(ls, isl.dim_type.set, k)
+            box = box.intersect(var.ge_set(self._cst(ls, 0)))
+            if k == 0 and not sized:
+                continue
             try:
                 hi = self.expr_aff(ext, ls)
             except ValueError:
                 self.err(f"data-dependent subscript of array '{array}': its extent is not "
                          "an affine expression of the sizes", node)
-            box = box.intersect(var.ge_set(self._cst(ls, 0))).intersect(var.lt_set(hi))
-        dom = isl.Set.universe(space)
-        return isl.Map.from_domain_and_range(dom, box).set_tuple_name(isl.dim_type.out, array)
+            box = box.intersect(var.lt_set(hi))
+        return box.set_tuple_name(array)
 
     def check_index_types(self, subs: list[c_ast.Node]) -> None:
         """A data-dependent subscript reads integer arrays and locals only."""

@@ -96,7 +96,16 @@ class Pointers(BuilderState):
                 for acc in st.accesses:
                     if acc.array == name:
                         r = acc.relation.intersect_domain(st.domain).range()
+                        if not r.is_bounded():     # a data-dependent subscript
+                            continue
                         touched = r if touched is None else touched.union(r)
+            if touched is None and name in self.unsized:
+                self.err(f"pointer parameter '{name}' is accessed only through "
+                         "data-dependent subscripts, so its extent cannot be inferred "
+                         "from the accesses; declare it with its size "
+                         f"({arr.ctype} {name}[n]), or access it with an affine subscript "
+                         "elsewhere in the function (a loop that sets or reads every "
+                         "element sizes it)", self.unsized[name])
             inner = split.size_exprs if split is not None else ()
             layout = arr.flat if arr.flat is not None else FlatLayout(declared=arr.shape[0])
             if touched is None:                # never accessed: extent 1
@@ -127,6 +136,19 @@ class Pointers(BuilderState):
             bounds = self.delinearisation_bounds(name) if split is not None else ()
             self.arrays[name] = dataclasses.replace(
                 arr, shape=shape, flat=dataclasses.replace(layout, bounds=bounds))
+            if name in self.unsized:
+                self.bound_may_accesses(name)
+
+    def bound_may_accesses(self, name: str) -> None:
+        """Bound the data-dependent accesses of pointer ``name`` by the extent just
+        inferred (every element, as for a declared array)."""
+        box = self.element_box(name, self.unsized[name])
+        for st in self.statements:
+            for k, acc in enumerate(st.accesses):
+                if acc.array == name and acc.may:
+                    rel = acc.relation.intersect_range(box.align_params(
+                        acc.relation.get_space()))
+                    st.accesses[k] = dataclasses.replace(acc, relation=rel)
 
     def delinearisation_bounds(self, name: str) -> tuple[InnerBound, ...]:
         """The conditions of ``name``'s split that isl cannot prove over the sizes the
