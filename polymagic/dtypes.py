@@ -16,4 +16,7 @@ DTYPES: dict[str, str] = {
     "float": "float32", "double": "float64", "int": "int32", "long": "int64",
     "short": "int16", "char": "int8", "unsigned": "uint32"}
 
-__all__ = ["DTYPES"]
+#: the range of a C ``int``: size parameters and loop bounds in the generated code
+INT32 = (-2**31, 2**31 - 1)
+
+__all__ = ["DTYPES", "INT32"]

@@ -118,3 +118,25 @@ def test_bound_callable_fits_the_tiles_to_the_call_s_sizes():
     rep = fn(N=20, A=A, B=B, C=C, check=True)
     assert rep.ok
     assert "tile 128" not in fn._for_sizes({"N": 20}).summary
+
+
+@pytest.mark.parametrize("name, sizes, exact", [
+    ("gemm", {"N": 2_000_000_000}, True),                 # a box: product of extents
+    ("syrk", {"n": 2_000_000_000, "m": 8}, False),        # a triangle: a lower bound
+])
+def test_huge_sizes_are_counted_without_a_scan(name, sizes, exact):
+    """isl's ``count_val`` enumerates; at N = 2e9 the grid has 2.4e14 tiles, so the
+    choice must not scan them (it hung before): a box's count is exact, a triangle's
+    a lower bound, said in the note."""
+    _, fills = _fills(name, sizes=sizes)
+    (fill,) = fills.values()
+    assert (fill.tile, fill.points, fill.exact) == ((128, 128), (8, 8), exact)
+    n = -(-2_000_000_000 // 128)
+    assert fill.blocks == (n * n if exact else n)
+    assert ("at least " + str(fill.blocks)) in fill.text() or exact
+
+
+def test_sizes_past_a_c_int_are_refused_before_compiling():
+    from polymagic.errors import InputError
+    with pytest.raises(InputError, match=r"N=3000000000 does not fit a C int"):
+        _fills("gemm", sizes={"N": 3_000_000_000})

@@ -32,7 +32,8 @@ from ..codegen.cpu_c import CacheModel, CpuCode, print_cpu
 from ..codegen.cuda import print_cuda
 from ..codegen.host import print_host_python
 from ..deps import Dependences, compute_dependences
-from ..errors import CompileError, PolymagicError, UnsupportedError
+from ..dtypes import INT32
+from ..errors import CompileError, InputError, PolymagicError, UnsupportedError
 from ..frontend import parse
 from ..mapping import MappingResult
 from ..notes import Note
@@ -116,7 +117,7 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
     options = _compile_options(options)
     hit = _cached_compile(source, language, options)
     if hit is not None:
-        _check_flat_sizes(hit.scop, options)
+        _check_sizes(hit.scop, options)
         return hit
     if options.cpu_code:
         return _with_cpu(source, language, options)
@@ -124,7 +125,7 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
     log = _StageLogger()
     scop = log.run("parse", "parsing", lambda: parse(source, language),
                    _describe_scop, key=("parse", source, language))
-    _check_flat_sizes(scop, options)
+    _check_sizes(scop, options)
     deps = log.run("dependences", "dependence analysis",
                    lambda: compute_dependences(scop, options.deps),
                    _describe_deps, key=("deps", source, language, options.deps))
@@ -174,9 +175,18 @@ def _with_cpu(source: str, language: str, options: CompileOptions) -> Compiled:
     return compiled
 
 
-def _check_flat_sizes(scop: Scop, options: CompileOptions) -> None:
-    """A delinearised access that is not exact at the given sizes is refused at its
-    line and column before any code is made (frontend/c/delinearise.py)."""
+def _check_sizes(scop: Scop, options: CompileOptions) -> None:
+    """Given sizes that no C ``int`` holds, and a delinearised access that is not
+    exact at the given sizes (refused at its line and column, frontend/c/delinearise.py),
+    are refused before any code is made: the code indexes with 32-bit ints, and the
+    stages that read the sizes (the grid fill, the tile search) must not work on a
+    problem no run could have."""
+    for name in scop.size_params:
+        v = options.sizes.get(name)
+        if isinstance(v, int) and not isinstance(v, bool) and not INT32[0] <= v <= INT32[1]:
+            raise InputError(f"size parameter {name}={v} does not fit a C int (the "
+                             f"generated code indexes with 32-bit ints): choose a value "
+                             f"from {INT32[0]} to {INT32[1]}")
     bad = flat_violation(scop.arrays, {**scop.constants, **options.sizes})
     if bad is not None:
         b, v = bad

@@ -61,6 +61,8 @@ class GridFill:
     blocks: int | None
     wanted: int
     tried: tuple[tuple[tuple[int, int], int], ...] = ()
+    #: False when a count is a lower bound (a grid too large to scan: :func:`_blocks`)
+    exact: bool = True
 
     @property
     def shrunk(self) -> bool:
@@ -77,7 +79,8 @@ class GridFill:
                     "known (give --size to fit the tiles to the grid)")
         counts = ", ".join(f"{t[0]}×{t[1]}: {b}" for t, b in self.tried)
         enough = "at least" if self.blocks >= self.wanted else "the most blocks, fewer than"
-        return (f"{what}: {self.blocks} blocks at the given sizes, {enough} one per "
+        many = "" if self.exact else "at least "
+        return (f"{what}: {many}{self.blocks} blocks at the given sizes, {enough} one per "
                 f"multiprocessor ({self.wanted} SMs, seed 000 §4.1); blocks per tile: "
                 f"{counts}")
 
@@ -99,16 +102,39 @@ def _fixed(s: isl.Set, scop: Scop, sizes) -> isl.Set | None:
     return s
 
 
-def _blocks(points: isl.Set, tile: tuple[int, int]) -> int:
-    """The non-empty tiles of ``tile`` over the (parameter-free) set of band points."""
+#: tile grids with more candidate tiles than this in their bounding box are not
+#: scanned point by point (isl's ``count_val`` enumerates): their count is bounded below
+SCAN_LIMIT = 1 << 16
+
+
+def _blocks(points: isl.Set, tile: tuple[int, int]) -> tuple[int, bool]:
+    """The non-empty tiles of ``tile`` over the (parameter-free) set of band points,
+    and whether that count is exact.  A box is counted as the product of its extents;
+    a grid larger than :data:`SCAN_LIMIT` gets a lower bound instead of a scan (one
+    tile per row or column of each convex piece: every row between a convex set's
+    first and last has one), which is all the choice needs: it only asks whether
+    the count reaches the SM count."""
     sp = points.get_space()
     tiles = isl.Map(f"{{ [a0, a1] -> [t0, t1] : {tile[0]} t0 <= a0 < {tile[0]} t0 + {tile[0]}"
                     f" and {tile[1]} t1 <= a1 < {tile[1]} t1 + {tile[1]} }}",
                     context=sp.get_ctx())
     pts = points.reset_tuple_id() if points.has_tuple_id() else points
     image = pts.apply(tiles.align_params(pts.get_space()))
+    if image.is_empty():
+        return 0, True
+    extents = [_extent(image, d) for d in range(2)]
+    if image.is_box():
+        return extents[0] * extents[1], True
+    if extents[0] * extents[1] > SCAN_LIMIT:
+        pieces = [isl.Set.from_basic_set(b) for b in image.get_basic_sets()]
+        return max(max(_extent(b, 0), _extent(b, 1)) for b in pieces), False
     n = image.count_val()
-    return int(n.to_python()) if n.is_int() else 0
+    return (int(n.to_python()) if n.is_int() else 0), True
+
+
+def _extent(s: isl.Set, d: int) -> int:
+    """The number of values dimension ``d`` of a bounded parameter-free set spans."""
+    return int(s.dim_max_val(d).to_python()) - int(s.dim_min_val(d).to_python()) + 1
 
 
 def grid_fill(scop: Scop, band: isl.MultiUnionPwAff, domain: isl.UnionSet, sizes,
@@ -126,10 +152,12 @@ def grid_fill(scop: Scop, band: isl.MultiUnionPwAff, domain: isl.UnionSet, sizes
     if pts is None:
         return GridFill(first[0], first[1], None, wanted)
     tried: list[tuple[tuple[int, int], int]] = []
+    exact = True
     for tile, points in LADDER:
-        n = _blocks(pts, tile)
+        n, known = _blocks(pts, tile)
+        exact = exact and known
         tried.append((tile, n))
         if n >= wanted:
-            return GridFill(tile, points, n, wanted, tuple(tried))
+            return GridFill(tile, points, n, wanted, tuple(tried), exact)
     tile, points = LADDER[-1]
-    return GridFill(tile, points, tried[-1][1], wanted, tuple(tried))
+    return GridFill(tile, points, tried[-1][1], wanted, tuple(tried), exact)

@@ -49,7 +49,7 @@ import numpy as np
 
 from . import limits
 from .gathers import check_gathers, index_high
-from ..dtypes import DTYPES
+from ..dtypes import DTYPES, INT32
 from ..errors import DeviceError, InputError
 from ..expr import Var, evaluate
 from ..notes import Note
@@ -65,7 +65,6 @@ TOLERANCES = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12)}
 
 RANDOM_FLOAT = (0.5, 1.5)    # [low, high) of random float arrays and scalars
 RANDOM_INT = (0, 10)         # [low, high) of random int arrays
-INT32 = (-2**31, 2**31 - 1)
 
 
 # ---- the report ----------------------------------------------------------------
