@@ -48,7 +48,7 @@ from .api.commands import (Compiled, RunReport, compile_function, language, plan
 from .api.explorer import explore
 from .api.function import make_callable
 from .api.python import run_as_python
-from .errors import OptionsError, PolymagicError
+from .errors import InputError, OptionsError, PolymagicError
 from .options import Options, make_parser, parse_option_lines
 from .report.progress import StatusLine, notebook_sink
 from .version import __version__
@@ -240,7 +240,7 @@ class PolyMagics(Magics):
         try:
             compiled = compile_function(cell, options, language(options))
         except PolymagicError as e:
-            if language(options) == "python" and not isinstance(e, OptionsError):
+            if language(options) == "python" and not isinstance(e, (OptionsError, InputError)):
                 # seed 002 §2.3: what cannot be compiled runs as plain Python
                 try:
                     note = run_as_python(cell, options, self.shell.user_ns, e)
@@ -280,7 +280,7 @@ class PolyMagics(Magics):
             return tune(cell, options, language=lang, namespace=inputs,
                         progress=progress)
         except PolymagicError as e:
-            if lang == "python" and not isinstance(e, OptionsError):
+            if lang == "python" and not isinstance(e, (OptionsError, InputError)):
                 return None, options
             raise UsageError(str(e)) from None
         finally:

@@ -122,6 +122,7 @@ def test_bad_c_with_json_prints_error_object(bad_c, capsys):
     ["run", "{file}", "--block", "64,64"],
     ["run", "{file}", "--show", "nonsense"],
     ["run", "{file}", "--frobnicate"],
+    ["cuda", "{file}", "--size", "NOPE=3"],          # not a size: refused without a run too
     ["run"],
     ["launch", "{file}"],
     [],

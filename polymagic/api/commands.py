@@ -15,7 +15,7 @@ from ..errors import OptionsError
 from ..notes import Note
 from ..options import Options
 from ..compiler import Compiled, compile_source, specialise_layout
-from ..runtime.run import RunReport, run
+from ..runtime.run import RunReport, check_value_names, run
 from .autotune import AutotuneResult, Progress, autotune
 
 
@@ -50,8 +50,12 @@ def tune(source: str, options: Options, language: str = "c",
 
 
 def compile_function(source: str, options: Options, language: str = "c") -> Compiled:
-    """The compiler's result for one function's source (cached by source and options)."""
-    return compile_source(source, options, language=language)
+    """The compiler's result for one function's source (cached by source and options);
+    ``--size`` naming something that is not a size parameter or scalar is refused
+    here too, not only when the kernels run (``polymagic cuda`` never runs them)."""
+    compiled = compile_source(source, options, language=language)
+    check_value_names(compiled.scop, options.sizes)
+    return compiled
 
 
 def run_compiled(compiled: Compiled, options: Options, namespace: Mapping | None = None
