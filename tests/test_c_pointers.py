@@ -142,6 +142,29 @@ def test_pointers_behind_data_dependent_subscripts_are_sized_by_their_affine_acc
         assert "atomicAdd(&h[bin[" in compiled.cuda
 
 
+DEREF = """\
+void f(int n, const double *x, double *y, double *s) {
+  for (int i = 0; i < n; i++) {
+    *(y + i) = 2.0 * *(x + i);
+    *s += x[i];
+  }
+}
+"""
+
+
+def test_dereferenced_pointer_parameters_are_their_elements():
+    """``*s`` is ``s[0]`` and ``*(x + i)`` is ``x[i]`` (pet's reading of pointer
+    arithmetic, IMPACT 2012, section 3): a sum into ``*s`` is a reduction."""
+    compiled = _run(DEREF, {"n": 300})
+    assert compiled.scop.arrays["s"].shape == (E.Int(1),)
+    writes = sorted(str(a.relation).replace(" ", "") for st in compiled.scop.statements
+                    for a in st.writes)
+    assert writes == ["[n]->{S0[i]->y[i]}", "[n]->{S1[i]->s[0]}"]
+    x, y, s = np.arange(5.0), np.zeros(5), np.array([1.0])
+    _run(DEREF, {"n": 5}, {"x": x, "y": y, "s": s})
+    assert y.tolist() == [0, 2, 4, 6, 8] and s.tolist() == [11.0]
+
+
 def test_results_of_a_flat_histogram_reach_the_callers_array():
     bins = np.array([0, 3, 3, 1, 0, 3], dtype=np.int32)
     w = np.arange(6, dtype=np.float32)
@@ -166,6 +189,8 @@ def test_results_of_a_flat_histogram_reach_the_callers_array():
     ("void f(int n, double x[n]) {\n  double *p;\n}\n", "must be set where it is declared",
      2, 10),
     ("void f(int n, double A[n][n]) {\n  double *p = A + 1;\n}\n", "whole 2-d array", 2, 15),
+    ("void f(int n, double A[n][n]) {\n  for (int i = 0; i < n; i++)\n    *A[i] = 0;\n}\n",
+     "dereference", 3, 5),
     ("void f(int n, double x[n], double y[n]) {\n  double *p = x;\n  y[0] = p;\n}\n",
      "used as a value", 3, 10),
 ])

@@ -450,7 +450,7 @@ ERRORS = [
     ("int f(int n) {\n}", "non-void", 1, 5),
     ("void f(int n) {\n}\nvoid g(int n) {\n}", "one function", 3, 6),
     (H + "  A[0] = &x;\n}", "address-of", 2, 10),
-    (H + "  *A = 1;\n}", "pointer dereference", 2, 3),
+    (H + "  *B = 1;\n}", "pointer dereference", 2, 3),
     (H + "  for (int i = 0; i < n; i++)\n    if (B[i][i] > 0) { B[i][i] = 0; A[i] = 0; }\n}",
      "the data-dependent condition reads 'B'", 3, 9),
     (H + "  do { A[0] = 1; } while (0);\n}", "do-while", 2, 3),

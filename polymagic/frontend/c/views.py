@@ -16,8 +16,9 @@ pointer ... is treated as an access to the array it points into").
 Refused with the reason: a pointer that is reassigned or incremented, one not
 set at its declaration, arithmetic on a multi-dimensional array as a whole
 (``A + 1`` for ``double A[n][m]``), a pointer used as a number, pointers in
-``for`` headers.  Dereferences of pointer *parameters* stay refused by the
-statements' rules (use subscripts).
+``for`` headers.  A 1-d array or pointer parameter dereferenced is its element
+(``*s += x[i]`` is ``s[0] += x[i]``, ``*(x + i)`` is ``x[i]``); other dereferences
+stay refused by the statements' rules (use subscripts).
 """
 from __future__ import annotations
 
@@ -61,9 +62,9 @@ def local_pointers(ast: c_ast.FileAST, source: str) -> c_ast.FileAST:
 
 
 def _uses_pointers(body: c_ast.Node) -> bool:
-    """Does the body declare a pointer?"""
-    return any(isinstance(n, c_ast.Decl) and isinstance(n.type, c_ast.PtrDecl)
-               for _, n in _walk(body))
+    """Does the body declare a pointer or dereference one?"""
+    return any((isinstance(n, c_ast.Decl) and isinstance(n.type, c_ast.PtrDecl)) or
+               (isinstance(n, c_ast.UnaryOp) and n.op == "*") for _, n in _walk(body))
 
 
 def _walk(node: c_ast.Node):
@@ -160,9 +161,10 @@ class _Views:
         return False
 
     def mentions_view(self, e: c_ast.Node) -> bool:
-        """Is ``e`` a local pointer, or arithmetic on one?"""
+        """Is ``e`` a local pointer or a 1-d array or pointer parameter (``*s`` is
+        ``s[0]``, ``*(x + k)`` is ``x[k]``), or arithmetic on one?"""
         if isinstance(e, c_ast.ID):
-            return self.lookup(e.name) is not None
+            return self.lookup(e.name) is not None or self.ranks.get(e.name) == 1
         if isinstance(e, c_ast.BinaryOp) and e.op in ("+", "-"):
             return self.mentions_view(e.left) or self.mentions_view(e.right)
         return False
