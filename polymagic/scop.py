@@ -33,6 +33,11 @@ def buffer_bytes(ctype: str, extents) -> int:
     return n * np.dtype(DTYPES[ctype]).itemsize
 
 
+#: the one-element output array that holds a returned value (``return s;``); in the
+#: generated namespace, so no user name clashes with it (:mod:`polymagic.names`)
+RETURN = "pm_return"
+
+
 @dataclass(frozen=True)
 class Param:
     """One argument of the C function, in signature order."""
@@ -211,6 +216,11 @@ class Scop:
     #: scratch arrays expanded along the loops that reuse them
     #: (:mod:`polymagic.frontend.expansion`)
     expansions: tuple[Expansion, ...] = ()
+    #: the C type a function that returns a value returns (``double dot(...)``),
+    #: None for ``void``: the value is written to the one-element array :data:`RETURN`
+    #: (the last parameter, added by the front end), which the CPU reference fills
+    #: from the call's result and the callable returns
+    returns: str | None = None
 
     @property
     def size_params(self) -> list[str]:
@@ -219,6 +229,11 @@ class Scop:
     @property
     def scalar_params(self) -> list[Param]:
         return [p for p in self.params if p.kind == "scalar"]
+
+    @property
+    def user_params(self) -> list[Param]:
+        """The parameters as the user wrote them (without :data:`RETURN`)."""
+        return [p for p in self.params if p.name != RETURN]
 
     @property
     def array_params(self) -> list[Param]:

@@ -33,7 +33,8 @@ class PolyFunction:
     the grid to the sizes (:mod:`polymagic.mapping.grid_fill`), and for arrays whose layout (a transposed or strided view)
     changes which loop the superposition's coalescing model puts on thread x
     (:func:`polymagic.compiler.specialise_layout`, cached per layout); device
-    modules are built once and reused.  Returns the :class:`RunReport`.
+    modules are built once and reused.  Returns the :class:`RunReport`; a function
+    that returns a value (``double dot(...)``) has it in ``.returned``.
     """
 
     def __init__(self, compiled: Compiled, options: Options,
@@ -44,25 +45,25 @@ class PolyFunction:
         self.autotune_result = autotune_result
         self.source: str = compiled.scop.source
         self.__name__ = compiled.scop.name
-        self.__doc__ = (f"{compiled.scop.name}({', '.join(p.name for p in compiled.scop.params)})"
+        self.__doc__ = (f"{compiled.scop.name}({', '.join(p.name for p in compiled.scop.user_params)})"
                         f" — polymagic-compiled; call with keyword arguments.\n\n"
                         + (PolyFunction.__doc__ or ""))
 
     def __repr__(self) -> str:
-        params = ", ".join(p.name for p in self.compiled.scop.params)
+        params = ", ".join(p.name for p in self.compiled.scop.user_params)
         return f"<polymagic function {self.compiled.scop.name}({params}), target={self.options.target}>"
 
     def __call__(self, *args, **kwargs) -> RunReport:
         scop = self.compiled.scop
         if args:
             raise TypeError(f"{scop.name}() takes keyword arguments only "
-                            f"({', '.join(p.name for p in scop.params)})")
-        names = {p.name for p in scop.params}
+                            f"({', '.join(p.name for p in scop.user_params)})")
+        names = {p.name for p in scop.user_params}
         check = bool(kwargs.pop("check", False)) if "check" not in names else False
         unknown = [k for k in kwargs if k not in names]
         if unknown:
             raise InputError(f"{scop.name}() has no parameter {', '.join(unknown)} "
-                             f"(parameters: {', '.join(p.name for p in scop.params)})")
+                             f"(parameters: {', '.join(p.name for p in scop.user_params)})")
         arrays = {p.name: kwargs[p.name] for p in scop.array_params if p.name in kwargs}
         values = {k: v for k, v in kwargs.items() if k not in arrays}
         options = self.options.with_(sizes=values, inputs=None)

@@ -193,6 +193,8 @@ def to_html(report: RunReport, compiled: Compiled, show=()) -> str:
         meta.append(with_terms(mem, used))
     if report.wrote_back:
         meta.append(escape("wrote back: " + ", ".join(report.wrote_back)))
+    if report.returned is not None:
+        meta.append(escape(f"returned: {report.returned!r}"))
     notes = all_notes(report, compiled)
     meta.extend(with_terms(f"note: {n}", used)
                 for n in top(notes, settled=settled_arrays(compiled.program)))

@@ -95,5 +95,6 @@ def to_json(report: RunReport, compiled: Compiled) -> dict:
         "transactions_per_request": (tx or {}).get("transactions_per_request"),
         "transactions": tx,
         "wrote_back": report.wrote_back,
+        "returned": report.returned,
         "message": report.message,
     })

@@ -56,6 +56,8 @@ def check_text(report: RunReport) -> str:
         line += "; " + "; ".join(f"{n}: {fmt.fields(i)}" for n, i in report.per_array.items())
     if report.wrote_back:
         line += f"; wrote back {', '.join(report.wrote_back)}"
+    if report.returned is not None:
+        line += f"; returned {report.returned!r}"
     return line
 
 

@@ -81,7 +81,20 @@ def reference_source(source: str, scop: Scop | None = None) -> str:
     return (head + rename + "#line 1" + line_mark + source
             + ("" if source.endswith("\n") else "\n")
             + f"#undef {scop.name}\n#line 1 \"polymagic-guard.c\"\n" + guard.GUARD_C
-            + rename + guard.wrapper_c(scop.name, params) + f"#undef {scop.name}\n")
+            + (_returning(scop, params) if scop.returns else rename)
+            + guard.wrapper_c(scop.name, params) + f"#undef {scop.name}\n")
+
+
+def _returning(scop: Scop, params: list[tuple[str, str]]) -> str:
+    """A function that returns a value: ``pm_returning_<name>`` takes the parameters
+    and the :data:`~polymagic.scop.RETURN` array last, calls the user's function and
+    stores what it returns there; the guard's wrapper calls it in the function's
+    place."""
+    decl = ", ".join(f"{t} {n}" for t, n in params)
+    args = ", ".join(n for _, n in params[:-1])
+    return (f"static void pm_returning_{scop.name}({decl}) {{\n"
+            f"  *({scop.returns} *){params[-1][1]} = pm_user_{scop.name}({args});\n}}\n"
+            f"#define {scop.name} pm_returning_{scop.name}\n")
 
 
 def _c_type(p: Param) -> str:

@@ -54,7 +54,7 @@ from ..errors import DeviceError, InputError
 from ..expr import Var, evaluate
 from ..notes import Note
 from ..options import Options
-from ..scop import Param, Scop, flat_violation
+from ..scop import RETURN, Param, Scop, flat_violation
 from ..transfers.session import TransferStats
 
 if TYPE_CHECKING:
@@ -94,6 +94,9 @@ class RunReport:
     bytes_h2d: int = 0             # planned host->device bytes (seed 002 §4)
     bytes_d2h: int = 0             # planned device->host bytes (written regions only)
     transfers: dict = field(default_factory=dict)  # mode, whole-array bytes, per array, buffers
+    #: what the function returned (``return s;``: :data:`polymagic.scop.RETURN`), when
+    #: it returns a value and the check passed (or was not asked for); None otherwise
+    returned: int | float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -739,6 +742,8 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
         notes.append(Note("run", unchecked, kind="info"))
     if report.ok:
         report.wrote_back = write_back(written, inputs.user_arrays, dev)
+        if scop.returns is not None:
+            report.returned = dev[RETURN][0].item()
     elif inputs.user_arrays:
         notes.append(Note("run", "the check failed: nothing was written back", kind="info"))
     report.message = "; ".join(str(n) for n in notes)

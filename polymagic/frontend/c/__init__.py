@@ -105,7 +105,7 @@ def _build(source: str, pre) -> Scop:
     return Scop(name=fd.decl.name, params=b.params, arrays=b.arrays, statements=b.statements,
                 schedule=b.schedule(), context=b.context, source=source,
                 constants=dict(pre.values), language="c",
-                iterator_ctypes=dict(b.iterator_ctypes))
+                iterator_ctypes=dict(b.iterator_ctypes), returns=b.returns)
 
 
 __all__ = ["parse_c", "preprocess", "Builder"]

@@ -16,7 +16,7 @@ from pycparser import c_ast
 from ... import expr as E
 from ...errors import SourceError
 from ...isl_util import pw_aff_to_expr
-from ...scop import Array, Param
+from ...scop import RETURN, Array, Param
 from .source import literal
 from .subset import (ELEM_TYPES, FLOAT_TYPES, INT_TYPES, RESERVED, call_args, call_name,
                      is_struct, type_name)
@@ -55,15 +55,18 @@ class Declarations(BuilderState):
     def signature(self, fd: c_ast.FuncDef) -> None:
         """Parameters -> Params, Arrays and the context."""
         ftype = fd.decl.type
-        if type_name(ftype.type) != "void":
-            self.err(f"non-void return type: '{fd.decl.name}' must return void "
-                     "(results are written to array parameters)", ftype.type)
+        returned = type_name(ftype.type) if isinstance(ftype.type, c_ast.TypeDecl) else None
+        if returned != "void" and returned not in ELEM_TYPES:
+            self.err(f"return type of '{fd.decl.name}' is not supported: return void, or "
+                     "one float, double, int or long value", ftype.type)
         args = ftype.args.params if ftype.args is not None else []
         if len(args) == 1 and isinstance(args[0], c_ast.Typename) and \
                 type_name(args[0].type) == "void":
             args = []
         for a in args:
             self.param(a)
+        if returned != "void":
+            self.return_param(ELEM_TYPES[returned], fd)
         self.taken = set(self.names.ids) | set(self.constants) | RESERVED
         pspace = isl.Space.create_from_names(self.ctx, set=[], params=self.size_params).params()
         self.context = isl.Set.universe(pspace)
@@ -110,6 +113,15 @@ class Declarations(BuilderState):
         else:
             self.err(f"parameter '{a.name}' has unsupported type '{tn}': use int/long "
                      "for sizes, float/double for scalars, and arrays like double A[n]", a)
+
+    def return_param(self, ctype: str, fd: c_ast.FuncDef) -> None:
+        """A returned value: the one-element array :data:`~polymagic.scop.RETURN`
+        after the user's parameters, which ``return e;`` (the body's last statement)
+        writes (:meth:`~.statements.Statements.body`)."""
+        self.returns = ctype
+        self.params.append(Param(RETURN, "array", ctype))
+        self.arrays[RETURN] = Array(RETURN, ctype, (E.Int(1),), "param", fd.coord.line)
+        self.scopes[0][RETURN] = Sym("array", RETURN, ctype, rank=1)
 
     @staticmethod
     def _elem(t: c_ast.Node) -> c_ast.Node:

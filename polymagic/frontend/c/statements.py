@@ -13,7 +13,7 @@ from pycparser import c_ast
 
 from ... import expr as E
 from ...errors import SourceError
-from ...scop import Access, Statement
+from ...scop import RETURN, Access, Statement
 from .subset import ASSIGN_OPS, MATH_FUNCS, SIDE_EFFECT_FUNCS, call_name
 from .symbols import BuilderState
 
@@ -25,9 +25,19 @@ class Statements(BuilderState):
         """The function body (a compound statement)."""
         items = fd.body.block_items or []
         for k, item in enumerate(items):
-            if isinstance(item, c_ast.Return) and item.expr is None and k == len(items) - 1:
+            last = k == len(items) - 1
+            if isinstance(item, c_ast.Return) and item.expr is None and last:
                 continue
+            if isinstance(item, c_ast.Return) and self.returns is not None and last:
+                item = c_ast.Assignment("=", c_ast.ArrayRef(
+                    c_ast.ID(RETURN, item.coord), c_ast.Constant("int", "0", item.coord),
+                    item.coord), item.expr, item.coord)
             self.stmt(item)
+        if self.returns is not None and not (items and isinstance(items[-1], c_ast.Return)
+                                             and items[-1].expr is not None):
+            self.err(f"'{fd.decl.name}' returns {self.returns}: its last statement must be "
+                     "return with the value (the only return of the function)",
+                     items[-1] if items else fd)
 
     def stmt(self, n: c_ast.Node) -> None:
         """Dispatch one statement."""
@@ -73,9 +83,9 @@ class Statements(BuilderState):
                          f"{what} is not supported: only for loops with affine bounds and "
                          "if statements (static control flow)", n)
         if isinstance(n, c_ast.Return):
-            if n.expr is not None:
-                self.err("return with a value is not supported: the function returns void "
-                         "and writes its results to arrays", n)
+            if n.expr is not None and self.returns is None:
+                self.err("return with a value in a void function: declare the function's "
+                         "return type (double f(...)), or write the result to an array", n)
             self.err("return is only allowed as the last statement of the function", n)
         if isinstance(n, c_ast.FuncCall):
             self.call_error(n)

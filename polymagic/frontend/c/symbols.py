@@ -111,6 +111,7 @@ class BuilderState:
         self.values = pre.values
         self.ctx = isl.DEFAULT_CONTEXT
         self.params: list[Param] = []
+        self.returns: str | None = None            # the returned C type (None: void)
         self.arrays: dict[str, Array] = {}
         self.size_params: list[str] = []
         self.scopes: list[dict[str, Sym]] = [{}]
