@@ -56,7 +56,7 @@ EXTRA: dict[str, tuple[str, list[str]]] = {
     "sor-1d-loc": ("sor-1d-seq", ["--localise", "i", "--reorg", "modulo"]),
     "jacobi-2d-alt-loc": ("jacobi-2d-alt", ["--localise", "t"]),
     "gemm-devmem": ("gemm", ["--device-mem", "64KB", "--size", "N=64"]),
-    "atax-sizes": ("atax", ["--size", "M=37,N=41"]),
+    "atax-sizes": ("atax", ["--size", "m=37,n=41"]),
     "gemver-noloc": ("gemver", ["--no-localise", "--no-reductions"]),
 }
 
