@@ -103,3 +103,34 @@ def test_the_callable_gives_the_value_back():
     assert RETURN not in repr(dot)
     report = dot(x=np.arange(4.0), y=np.ones(4), check=True)
     assert report.ok and report.returned == 6.0
+
+
+PY_DOT = '''\
+def dot(n: int, x: "double[n]", y: "double[n]") -> float:
+    s = 0.0
+    for i in range(n):
+        s += x[i] * y[i]
+    return s
+'''
+
+
+def test_a_python_function_returns_through_its_c_translation():
+    from polymagic.frontend.python import parse_python
+    scop = parse_python(PY_DOT)
+    assert scop.returns == "double" and "double dot(" in scop.c_source
+    x, y = np.arange(5.0), np.full(5, 2.0)
+    opts = Options(sizes={"n": 5}, target="emulator")
+    compiled = compile_source(PY_DOT, opts, language="python")
+    report = run(compiled, opts, {"x": x, "y": y})
+    assert report.ok and report.returned == 20.0
+
+
+@pytest.mark.parametrize("src, word", [
+    (PY_DOT.replace(" -> float", ""), "needs its type"),
+    (PY_DOT.replace("    return s\n", "    pass\n"), "does not return a value"),
+])
+def test_python_returns_need_their_type(src, word):
+    from polymagic.frontend.python import parse_python
+    with pytest.raises(UnsupportedError) as e:
+        parse_python(src)
+    assert word in e.value.reason

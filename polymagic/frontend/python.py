@@ -237,8 +237,7 @@ class _Translator:
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
             raise _Unsupported("only plain positional parameters without defaults are "
                                "supported", self.fn)
-        if self.fn.returns is not None and _annotation_text(self.fn.returns) not in ("None",):
-            raise _Unsupported("the function may not return a value", self.fn)
+        self.returns = self.return_type()
         for arg in a.args:
             self.check_name(arg.arg, arg)
             text = self.overrides.get(arg.arg) or _annotation_text(arg.annotation)
@@ -275,7 +274,27 @@ class _Translator:
                                                            for e in p.extents))
             else:
                 sig.append(f"{p.ctype} {p.name}")
-        self.put(self.fn.lineno, f"void {self.fn.name}({', '.join(sig)}) {{")
+        self.put(self.fn.lineno, f"{self.returns} {self.fn.name}({', '.join(sig)}) {{")
+
+    def return_type(self) -> str:
+        """The C type the function returns: ``void``, or the annotation's of a function
+        whose last statement returns a value (``-> float`` is a C double); the C front
+        end writes the value to its returned-value array (``polymagic.scop.RETURN``)."""
+        last = self.fn.body[-1] if self.fn.body else None
+        value = isinstance(last, ast.Return) and last.value is not None
+        text = _annotation_text(self.fn.returns) if self.fn.returns is not None else None
+        if not value:
+            if text not in (None, "None"):
+                raise _Unsupported(f"the function is annotated -> {text} but its last "
+                                   "statement does not return a value", self.fn)
+            return "void"
+        ctype = _RETURN_TYPES.get(text or "")
+        if ctype is None:
+            raise _Unsupported("a function that returns a value needs its type: annotate "
+                               f"it (def {self.fn.name}(...) -> float; float, int, "
+                               "\"float32\", \"float64\", \"int32\" or \"int64\")",
+                               self.fn.returns or self.fn)
+        return ctype
 
     def c_extent(self, e: str) -> str:
         return self.expr(ast.parse(e, mode="eval").body)[0]
@@ -294,12 +313,16 @@ class _Translator:
         if stmts and isinstance(stmts[0], ast.Expr) and isinstance(stmts[0].value, ast.Constant) \
                 and isinstance(stmts[0].value.value, str):
             stmts = stmts[1:]
-        if stmts and isinstance(stmts[-1], ast.Return) and stmts[-1].value is None:
-            stmts = stmts[:-1]
+        ret = None
+        if stmts and isinstance(stmts[-1], ast.Return):
+            ret, stmts = stmts[-1], stmts[:-1]
         stmts = self.take_aliases(stmts)
         self.infer_locals(stmts)
         for s in stmts:
             self.stmt(s)
+        if ret is not None and ret.value is not None:
+            self.texts[ret.lineno] = ast.get_source_segment(self.source, ret) or ""
+            self.put(ret.lineno, f"return {self.expr(ret.value)[0]};")
         end = max((getattr(s, "end_lineno", s.lineno) for s in self.fn.body), default=self.fn.lineno)
         self.put(end, "}")
 
@@ -674,6 +697,11 @@ class _Translator:
             return f"pow({args[0][0]}, {args[1][0]})", "double"
         raise _Unsupported(f"call of {ast.unparse(e.func)}() is not supported (math "
                            f"functions, min, max, abs, float and int are)", e)
+
+
+#: return annotations -> C types (Python's float is a C double)
+_RETURN_TYPES = {"float": "double", "int": "int", "double": "double", "float32": "float",
+                 "float64": "double", "int32": "int", "int64": "long"}
 
 
 def _wider(a: str, b: str) -> str:
