@@ -43,11 +43,15 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def fresh_cache():
     """No compile or stage result from before the test, none kept after it (for tests
-    that replace a stage function, or that must see every stage run)."""
-    from polymagic.compiler import clear_caches
+    that replace a stage function, or that must see every stage run).  The results
+    from before the test, computed by the real stages, are put back afterwards: the
+    tests after it in this worker do not compile them again."""
+    from polymagic.compiler import clear_caches, driver
+    before = dict(driver._CACHE)
     clear_caches()
     yield
     clear_caches()
+    driver._CACHE.update(before)
 
 
 # --- CPU time per test (--cpu-durations=N) ---------------------------------------

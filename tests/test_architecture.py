@@ -15,6 +15,7 @@ These tests read the source with :mod:`ast`; nothing is imported or run.
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import re
 
@@ -74,7 +75,11 @@ def _imports(name: str, path: pathlib.Path) -> set[str]:
     return out - {name}
 
 
-GRAPH = {m: _imports(m, p) for m, p in MODULES.items()}
+@functools.cache
+def _graph() -> dict[str, set[str]]:
+    """Each module's imports; built on first use, not at collection (parsing the
+    package costs every xdist worker about 1.5 CPU s, and one worker runs these tests)."""
+    return {m: _imports(m, p) for m, p in MODULES.items()}
 
 
 def _layer(module: str) -> int:
@@ -89,7 +94,7 @@ def _layer(module: str) -> int:
 def _circles() -> list[list[str]]:
     """Strongly connected components of two or more modules."""
     from polymagic.schedule.loop_kinds import strongly_connected
-    edges = {(m, t) for m, ts in GRAPH.items() for t in ts if t in MODULES}
+    edges = {(m, t) for m, ts in _graph().items() for t in ts if t in MODULES}
     return [c for c in strongly_connected(sorted(MODULES), edges) if len(c) > 1]
 
 
@@ -102,14 +107,14 @@ def test_every_module_has_a_layer():
 
 
 def test_no_module_imports_a_later_layer():
-    back = sorted(f"{m} -> {t}" for m, ts in GRAPH.items() for t in ts
+    back = sorted(f"{m} -> {t}" for m, ts in _graph().items() for t in ts
                   if t in MODULES and _layer(t) > _layer(m))
     assert back == []
 
 
 def test_cupy_only_in_the_gpu_runtime_and_no_notebook_packages_below_report():
     wrong = []
-    for m, ts in GRAPH.items():
+    for m, ts in _graph().items():
         roots = {t.split(".")[0] for t in ts}
         if "cupy" in roots and m != "polymagic.runtime.gpu":
             wrong.append(f"{m} imports cupy")

@@ -41,10 +41,9 @@ def _plan(c):
     return plan
 
 
-def test_no_split_when_every_tile_is_full():
+def test_no_split_when_every_tile_is_full(fresh_cache):
     """256 = 2 x 128: every block tile is full, one piece (isl's AST of the kernel
     once), no full-tile condition in the code."""
-    compiler.clear_caches()
     c = compiler.compile_source(_gemm(256), Options(device_sms=0))   # 128x128:8x8 tiles
     plan = _plan(c)
     assert plan.per_thread == (8, 8) and plan.full_instances is None
@@ -52,10 +51,9 @@ def test_no_split_when_every_tile_is_full():
     assert "else" not in c.cuda
 
 
-def test_split_when_some_tile_is_partial():
+def test_split_when_some_tile_is_partial(fresh_cache):
     """300 = 2 x 128 + 44: the full tiles' piece under the block's condition, the
     generic piece for the partial ones; emulator == CPU."""
-    compiler.clear_caches()
     opts = Options(target="emulator", device_sms=0)      # 128x128:8x8 tiles, not fit
     c = compiler.compile_source(_gemm(300), opts)
     plan = _plan(c)
@@ -77,10 +75,9 @@ def test_split_covers_every_instance_at_parametric_sizes():
         assert r.ok, (n, r.message)
 
 
-def test_explorer_first_visit_compiles_once_and_tile_changes_reuse_the_schedule():
+def test_explorer_first_visit_compiles_once_and_tile_changes_reuse_the_schedule(fresh_cache):
     pytest.importorskip("ipywidgets")
     from polymagic.report.widgets import Explorer
-    compiler.clear_caches()
     src = (ROOT / "benchmarks" / "kernels" / "heat-3d.c").read_text()
     ex = Explorer(src, Options(), debounce_s=0)
     compiles = {id(v) for k, v in compiler.driver._CACHE.items() if k[0] == "compile"}

@@ -64,9 +64,6 @@ void kernel_scan(int nr, int ns, int np, double X[nr][ns][np], double Y[nr][ns][
 """
 
 
-pytestmark = pytest.mark.usefixtures("fresh_cache")
-
-
 def _run(src: str, sizes: dict, **kw):
     opts = Options(sizes=sizes, target="emulator", mapping="superposition", **kw)
     c = compile_source(src, opts)

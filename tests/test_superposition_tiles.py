@@ -32,9 +32,6 @@ def _src(name: str) -> str:
     return DOITGEN3 if name == "doitgen3" else (EXAMPLES / f"{name}.c").read_text()
 
 
-pytestmark = pytest.mark.usefixtures("fresh_cache")
-
-
 #: program -> (sizes of the emulator runs, superposition forced): jacobi-2d-alt and
 #: gemver get it by default (a coalescing gain), doitgen only with require_gain off
 RUNS = {
