@@ -610,3 +610,21 @@ def test_c_like_printer_forms():
         "    Out[i * M + c] = pm_min(S[c][1], In[c]);\n"
         "  }\n"
         "  __syncthreads();")
+
+
+def test_small_runs_build_at_O0_and_large_ones_at_O1():
+    """The build level follows the run's work (``QUICK_BUILD_INSTANCES``): the
+    quicker -O0 build for small runs, -O1 where the run time dominates; both right."""
+    from polymagic.compiler import compile_source
+    from polymagic.options import Options
+    from polymagic.runtime import emulator, run as R
+    assert "-O0" in emulator.compile_flags("emulate", quick=True)
+    assert "-O1" in emulator.compile_flags("emulate")
+    from pathlib import Path
+    src = (Path(__file__).resolve().parent.parent / "examples" / "gemm.c").read_text()
+    for n, quick in ((8, True), (128, False)):
+        opts = Options(sizes={"N": n}, target="emulator", tile=(16, 16, 16))
+        compiled = compile_source(src, opts)
+        assert R.run(compiled, opts).ok
+        keys = [k for k in R._MODULES if k[0] == "emu-variant" and k[-1] == quick]
+        assert keys, (n, quick)

@@ -1,7 +1,8 @@
 """Build and run the CPU emulator of a KIR Program.
 
 :func:`build` prints the program with :func:`polymagic.codegen.emulator.print_emulator_c`
-and compiles it with the system C compiler (``cc -O1 -g0 -shared -fPIC``, plus
+and compiles it with the system C compiler (``cc -O1 -g0 -shared -fPIC``, ``-O0`` for runs of at most
+:data:`QUICK_BUILD_INSTANCES` statement instances, plus
 ``-fopenmp`` in 'openmp' mode, ``-lm``) into a shared library cached on disk by a
 hash of (compiler, flags, source) under ``$POLYMAGIC_CACHE`` or
 ``~/.cache/polymagic`` (subfolder ``emu``).  The source inlines the runtime
@@ -93,21 +94,30 @@ def cache_dir() -> Path:
 compiler = ccompile.compiler
 
 
-def compile_flags(mode: str, extra: tuple[str, ...] = ()) -> list[str]:
-    flags = ["-std=gnu11", "-O1", "-g0", "-shared", "-fPIC"]
+#: runs of at most this many statement instances build the emulator at ``-O0``: on
+#: this project's 2-core machine (gemm N=64, jacobi-2d, lu; CPU seconds) ``-O0``
+#: compiles in 0.20-0.30 s against 0.38-0.51 s at ``-O1``, and runs ~30 % slower
+#: (gemm N=128, 2.1 M instances: 0.45 against 0.35 s), so below about 10^6 instances
+#: the quicker build wins; larger runs (and every build not told its work) use ``-O1``
+QUICK_BUILD_INSTANCES = 1_000_000
+
+
+def compile_flags(mode: str, extra: tuple[str, ...] = (), quick: bool = False) -> list[str]:
+    flags = ["-std=gnu11", "-O0" if quick else "-O1", "-g0", "-shared", "-fPIC"]
     if mode == "openmp":
         flags.append("-fopenmp")
     return flags + list(extra)
 
 
-def build_library(source: str, mode: str, extra_cflags: tuple[str, ...] = ()) -> Path:
+def build_library(source: str, mode: str, extra_cflags: tuple[str, ...] = (),
+                  quick: bool = False) -> Path:
     """Compile ``source`` into a cached shared library; CompileError with the log.
 
     In 'openmp' mode a compiler without OpenMP support (``-fopenmp`` rejected, e.g.
     clang without libomp) gets a second try without the flag: the pragmas are then
     ignored and blocks run one after the other, still correct, just not parallel.
     """
-    return ccompile.shared_library(source, compile_flags(mode, tuple(extra_cflags)), "emu",
+    return ccompile.shared_library(source, compile_flags(mode, tuple(extra_cflags), quick), "emu",
                                    f"emu-{mode}", "the emulator", optional_flags=("-fopenmp",))
 
 
@@ -378,13 +388,14 @@ static void pm_omp_unwind(void) {}
 
 
 def build(program: kir.Program, mode: str = "emulate", *,
-          extra_cflags: tuple[str, ...] = ()) -> EmulatorModule:
+          extra_cflags: tuple[str, ...] = (), quick: bool = False) -> EmulatorModule:
     """Print and compile ``program`` for ``mode`` ('emulate' or 'openmp'); cached.
 
-    ``extra_cflags`` (e.g. ``("-DPM_MAX_PHASES=100",)``) are for tests."""
+    ``extra_cflags`` (e.g. ``("-DPM_MAX_PHASES=100",)``) are for tests; ``quick``:
+    at ``-O0``, for small runs (:data:`QUICK_BUILD_INSTANCES`)."""
     from ..codegen.emulator import print_emulator_c
     source = guarded_source(print_emulator_c(program, mode))
-    path = build_library(source, mode, tuple(extra_cflags))
+    path = build_library(source, mode, tuple(extra_cflags), quick)
     return EmulatorModule(program, mode, source, path)
 
 
@@ -393,14 +404,15 @@ def build(program: kir.Program, mode: str = "emulate", *,
 _VARIANTS: dict[tuple, EmulatorModule] = {}
 
 
-def _module(program: kir.Program, mode: str, cache: dict | None = None) -> EmulatorModule:
-    """The build of a KIR variant, once per (source, mode) in ``cache``."""
+def _module(program: kir.Program, mode: str, cache: dict | None = None,
+            quick: bool = False) -> EmulatorModule:
+    """The build of a KIR variant, once per (source, mode, quick) in ``cache``."""
     from ..codegen.emulator import print_emulator_c
     cache = _VARIANTS if cache is None else cache
-    key = ("emu-variant", print_emulator_c(program, mode), mode)
+    key = ("emu-variant", print_emulator_c(program, mode), mode, quick)
     mod = cache.get(key)
     if mod is None:
-        mod = cache[key] = build(program, mode)
+        mod = cache[key] = build(program, mode, quick=quick)
     return mod
 
 
@@ -439,7 +451,8 @@ def run_transferred(program: kir.Program, scop: Scop | None, mode: str,
                     scalars: Mapping[str, float] | None = None, seed: int = 0,
                     order: str = "shuffle", device_mem: int | None = None,
                     cache: dict | None = None,
-                    transactions: bool = True) -> tuple[EmuResult, TransferStats]:
+                    transactions: bool = True,
+                    work: int | None = None) -> tuple[EmuResult, TransferStats]:
     """Run ``program`` the way the GPU runtime does, on packed device buffers.
 
     The transfer plan (:mod:`polymagic.transfers`) is built from the real layouts
@@ -453,13 +466,16 @@ def run_transferred(program: kir.Program, scop: Scop | None, mode: str,
     their own transfers (§4.4, :func:`polymagic.runtime.tiled.run_tiled`).  Builds
     are kept in ``cache`` (a dict; default: one per process).  Warp transactions
     are counted (``transactions``, emulate mode) on the device addresses: element 0
-    of each array at its layout's offset in its buffer.
+    of each array at its layout's offset in its buffer.  ``work``: the run's
+    statement instances, when known (a small run builds at ``-O0``:
+    :data:`QUICK_BUILD_INSTANCES`).
     """
+    quick = mode == "emulate" and work is not None and work <= QUICK_BUILD_INSTANCES
     try:
         with _one_thread(mode == "openmp" and scop is not None
                          and bool(guard.integer_divisions(scop))):
             return _run_transferred(program, scop, mode, sources, results, ints, scalars,
-                                    seed, order, device_mem, cache, transactions)
+                                    seed, order, device_mem, cache, transactions, quick)
     except UserCodeError as e:
         if scop is None or not e.signal:
             raise
@@ -472,7 +488,8 @@ def _run_transferred(program: kir.Program, scop: Scop | None, mode: str,
                      sources: Mapping[str, np.ndarray], results: Mapping[str, np.ndarray],
                      ints: Mapping[str, int], scalars: Mapping[str, float] | None, seed: int,
                      order: str, device_mem: int | None, cache: dict | None,
-                     transactions: bool) -> tuple[EmuResult, TransferStats]:
+                     transactions: bool, quick: bool = False
+                     ) -> tuple[EmuResult, TransferStats]:
     """:func:`run_transferred` without the naming of a fault's statements."""
     ints = {k: int(v) for k, v in ints.items()}
     stats = TransferStats.of_run(program, sources)
@@ -480,10 +497,10 @@ def _run_transferred(program: kir.Program, scop: Scop | None, mode: str,
     need = ses.plan.bytes_h2d + S.temps_nbytes(program, ints)
     if device_mem is None or need <= device_mem:
         return _run_session(program, ses, mode, sources, results, scalars, seed, order,
-                            cache, transactions, stats)
+                            cache, transactions, stats, quick)
     from ..codegen.host import print_host_python
     from .gpu import load_host
-    device = _EmulatorTiles(program, mode, cache, scalars, seed, order, transactions)
+    device = _EmulatorTiles(program, mode, cache, scalars, seed, order, transactions, quick)
     run_tiled(program, load_host(print_host_python(program)), device, sources, results,
               ints, device_mem, stats)
     return device.result(stats.launches), stats
@@ -492,11 +509,11 @@ def _run_transferred(program: kir.Program, scop: Scop | None, mode: str,
 def _run_session(program: kir.Program, ses: S.Session, mode: str, sources: Mapping[str, np.ndarray],
                  results: Mapping[str, np.ndarray], scalars: Mapping[str, float] | None,
                  seed: int, order: str, cache: dict | None, transactions: bool,
-                 stats: TransferStats) -> tuple[EmuResult, TransferStats]:
+                 stats: TransferStats, quick: bool = False) -> tuple[EmuResult, TransferStats]:
     """One plan for the whole run: pack once, run every launch, unpack once."""
     stats.add_plan(ses.plan, sources)
     stats.buffers = ses.plan.describe()
-    mod = _module(ses.variant, mode, cache)
+    mod = _module(ses.variant, mode, cache, quick)
     staging = allocate(ses.plan, _guards(program, ses.plan, ses.ints, mode))
     t0 = time.perf_counter()
     pack(ses.plan, sources, staging)
@@ -531,8 +548,9 @@ class _EmulatorTiles:
 
     def __init__(self, program: kir.Program, mode: str, cache: dict | None,
                  scalars: Mapping[str, float] | None, seed: int, order: str,
-                 transactions: bool):
+                 transactions: bool, quick: bool = False):
         self.program, self.mode, self.cache, self.scalars = program, mode, cache, scalars
+        self.quick = quick
         self.seed, self.order, self.transactions = seed, order, transactions
         self.variant: kir.Program | None = None
         self.temps: dict[str, np.ndarray] = {}
@@ -554,7 +572,7 @@ class _EmulatorTiles:
         mod = self.modules.get(kernel)
         if mod is None:
             mod = self.modules[kernel] = _module(K.launch_program(self.variant, kernel),
-                                                 self.mode, self.cache)
+                                                 self.mode, self.cache, self.quick)
         return mod
 
     def start(self, index: int, kernel: str, tile: Tile, plan: TransferPlan,

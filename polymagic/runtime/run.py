@@ -614,9 +614,11 @@ def device_module(compiled, target: str):
 
 def run_device(compiled, target: str, options: Options, arrays: dict[str, np.ndarray],
                ints: dict[str, int], scalars: dict[str, float],
-               sources: Mapping[str, np.ndarray] | None = None) -> DeviceRun:
+               sources: Mapping[str, np.ndarray] | None = None,
+               work: int | None = None) -> DeviceRun:
     """Run the target on data read from ``sources`` (default ``arrays``); the written
-    regions land in ``arrays`` (modified in place)."""
+    regions land in ``arrays`` (modified in place).  ``work``: the run's statement
+    instances (the emulator builds small runs at ``-O0``)."""
     sources = arrays if sources is None else sources
     if target == "gpu":
         mod = device_module(compiled, target)
@@ -629,7 +631,7 @@ def run_device(compiled, target: str, options: Options, arrays: dict[str, np.nda
     mode = "emulate" if target == "emulator" else "openmp"
     r, st = run_transferred(compiled.program, compiled.scop, mode, sources, arrays, ints,
                             scalars, options.seed, options.emu_order,
-                            device_mem=options.device_mem, cache=_MODULES)
+                            device_mem=options.device_mem, cache=_MODULES, work=work)
     return DeviceRun(r.seconds, 0.0, 0.0, r.launches, emulator_counters(r), transfers=st)
 
 
@@ -714,7 +716,7 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
             + ", ".join(f"{k}={v}" for k, v in fixed.items()) + " (--localise naming a host "
             "loop or a superposition step loop); got " + ", ".join(f"{k}={ints[k]}" for k in other)
             + ": compile again with --size " + ",".join(f"{k}={ints[k]}" for k in fixed))
-    limits.check_work(scop, ints, target, check)
+    work = limits.check_work(scop, ints, target, check)
     sources = inputs.arrays()
     check_gathers(scop, ints, sources)
     # results land in copies of the written arrays; the others are only read
@@ -722,7 +724,7 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
     if check:     # first: a fault in the user's code is named before any target runs it
         ref = {n: a.copy() for n, a in inputs.arrays().items()}
         cpu_s = cpu_reference(scop).run({**inputs.args, **ref})
-    d = run_device(compiled, target, options, dev, ints, scalars, sources=sources)
+    d = run_device(compiled, target, options, dev, ints, scalars, sources=sources, work=work)
     report = RunReport(ok=True, target=target, target_note=_join(why, d.note), checked=check,
                        device_s=d.seconds, h2d_s=d.h2d_s, d2h_s=d.d2h_s, launches=d.launches,
                        counters=d.counters, sizes={**ints, **scalars})
