@@ -96,7 +96,8 @@ def device(monkeypatch):
     ``device.error`` to add that much to B[1, 2], ``device.fail`` to raise."""
     state = SimpleNamespace(error=0.0, fail=None, calls=0)
 
-    def fake_run_device(compiled, target, options, arrays, ints, scalars, sources=None):
+    def fake_run_device(compiled, target, options, arrays, ints, scalars, sources=None,
+                        work=None):
         state.calls += 1
         if state.fail:
             raise state.fail
@@ -122,7 +123,7 @@ def test_cpu_reference_runs_the_users_c():
         K[i] = K[i] * 2 + i;
       }
     }"""
-    scop = SimpleNamespace(name="f", language="c", source=src,
+    scop = SimpleNamespace(name="f", language="c", source=src, returns=None,
                            params=[Param("N", "size", "int"), Param("s", "scalar", "double"),
                                    Param("X", "array", "double"), Param("Y", "array", "double"),
                                    Param("K", "array", "int")])
