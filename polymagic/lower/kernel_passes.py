@@ -5,8 +5,10 @@ Register promotion of the planned arrays (seed 004 §4.2), ``#pragma unroll`` ma
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import kir
-from ..expr import Access, Int
+from ..expr import Access, Int, Var
 from ..expr import walk as walk_expr
 from ..mapping import KernelPlan
 from ..memory.registers import RegisterPlan, decision_line, promote_registers
@@ -124,6 +126,36 @@ def copy_split_values(body: list[kir.Stmt], block: tuple[int, int, int]) -> list
     variables it uses (:data:`kir.COPY_GROUP`), from the thread ids of its block."""
     used = sorted(v for v in kir.used_vars(body) if kir.copy_split_var(v) is not None)
     return [kir.Let(v, kir.copy_split_value(v, block)) for v in used] + body
+
+
+def rename_loops(body: list[kir.Stmt], names: dict[str, str]) -> list[kir.Stmt]:
+    """``body`` with the loop iterators (and degenerate loops' ``Let``s) of ``names``
+    renamed, and every read of them (a copy band's loops, named as before its
+    coordinate members were dropped: :func:`memory.plan.scan_renames`).  Inner
+    loops first: the new names are deeper ones, which no loop of ``body`` keeps."""
+    if not names:
+        return body
+    out: list[kir.Stmt] = []
+    for s in body:
+        if isinstance(s, kir.Loop):
+            inner = rename_loops(s.body, names)
+            s = replace(s, body=inner)
+            if s.var in names:
+                s = replace(kir.map_body([s], _renamer(s.var, names[s.var]))[0],
+                            var=names[s.var])
+        elif isinstance(s, kir.If):
+            s = replace(s, then=rename_loops(s.then, names), orelse=rename_loops(s.orelse, names))
+            for let in [x for x in s.then if isinstance(x, kir.Let) and x.var in names]:
+                new = names[let.var]
+                then = kir.map_body(s.then, _renamer(let.var, new))
+                s = replace(s, then=[replace(x, var=new) if isinstance(x, kir.Let)
+                                     and x.var == let.var else x for x in then])
+        out.append(s)
+    return out
+
+
+def _renamer(old: str, new: str):
+    return lambda e: Var(new) if isinstance(e, Var) and e.name == old else None
 
 
 def plan_summary(kname: str, plan: KernelPlan) -> str:

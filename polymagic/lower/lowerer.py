@@ -21,11 +21,11 @@ from ..expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Va
 from ..expr import walk as walk_expr
 from ..isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
 from ..mapping import HOST_PARAM, MARK_PREFIX, KernelPlan, MappingResult
-from ..memory.plan import BufferPlan, chunk_guards, copy_split_params
+from ..memory.plan import SCAN_MARK, BufferPlan, chunk_guards, copy_split_params, scan_renames
 from ..memory.registers import eliminate_redundant_loads
 from ..scop import Scop
 from .kernel_passes import (accessed_arrays, copy_split_values, mark_unroll, plan_summary,
-                            promote_plan_registers)
+                            promote_plan_registers, rename_loops)
 from .full_tile_pieces import full_condition, full_tile_schedule, launch_values, merge_pieces
 from .per_kernel import (GROUP_PREFIX, boxed_launches, drop_fixed_host_loops, group_and_cut,
                          host_depends_on_ids, kernel_marks, kernel_schedule,
@@ -104,6 +104,9 @@ class _Lowerer:
             return [kir.If(_conjoin(kept), then, orelse)]
         if t == isl.ast_node_type.mark:
             name = node.mark_get_id().get_name()
+            if name.startswith(SCAN_MARK):
+                return rename_loops(self.block(node.mark_get_node(), in_kernel),
+                                    scan_renames(name))
             if in_kernel or not name.startswith(MARK_PREFIX):
                 return self.block(node.mark_get_node(), in_kernel)
             if self.per_kernel:

@@ -786,16 +786,23 @@ def atomic(band: isl.ScheduleNode) -> isl.ScheduleNode:
     return band
 
 
-def _scan_members(na: int, block: tuple[int, int, int], split: ChunkSplit | None = None
-                  ) -> list[str]:
-    """The copy band's members: the coordinates ``a0 .. a<na-1>``, each distributed
-    one preceded by the thread's round on it (``floor(a_d / B)``; for 16-byte chunks
-    ``floor(k / R)`` and ``floor(r / (T / R))`` of :func:`chunk_split`).
+def _scan_offsets(na: int, block: tuple[int, int, int], split: ChunkSplit | None = None
+                  ) -> list[tuple[str, int]]:
+    """The copy band's members, each with its offset in the band of seed 004 §4.2's
+    cyclic copy loops ``(round, coordinate)`` (the lowering names the loops by it,
+    :data:`SCAN_MARK`): each distributed coordinate ``a_d`` is scanned by the
+    thread's round on it only (``floor(a_d / B)``; for 16-byte chunks ``floor(k /
+    R)`` and ``floor(r / (T / R))`` of :func:`chunk_split`), the others by themselves.
+
     With the round given, isl's AST generator prints one loop over it and computes
-    the coordinate; scanning the coordinates alone made it (islpy 2026.2.2) drop
-    instances when the filter's modulo on the thread id has an offset coupled to
-    other dims: one 16-byte chunk a thread for gemver's 16x256 buffer (fuzz finding
-    24), threads copying the same element for a localised buffer (finding 27)."""
+    the coordinate (the round and the thread filter fix it); scanning the
+    coordinates alone made it (islpy 2026.2.2) drop instances when the filter's
+    modulo on the thread id has an offset coupled to other dims: one 16-byte chunk a
+    thread for gemver's 16x256 buffer (fuzz finding 24), threads copying the same
+    element for a localised buffer (finding 27).  The coordinate is no member of
+    its own: a band member fixed by the others still costs isl's AST generation a
+    dimension (issue 22: the copy statements' AST build 21 % faster without them,
+    docs/evidence.md)."""
     dims = [f"(a{i})" for i in range(na)]
     axes = [a for a, b in zip("xyz", block) if b > 1] or ["x"]
     if split is not None:
@@ -803,15 +810,31 @@ def _scan_members(na: int, block: tuple[int, int, int], split: ChunkSplit | None
         out.insert(na - 1, f"(floor(a{na - 1} / {split.r}))")
         if split.group is not None:
             out.insert(na - 2, f"(floor(a{na - 2} / {math.prod(block) // split.r}))")
-        return out
-    if len(axes) > 1 and na == 1:
+    elif len(axes) > 1 and na == 1:
         span = math.prod(block["xyz".index(a)] for a in axes)
-        return [f"(floor(a0 / {span}))"] + dims
-    out = list(dims)
-    for a, d in zip(axes, reversed(range(na))):
-        if block["xyz".index(a)] > 1:
-            out.insert(d, f"(floor(a{d} / {block['xyz'.index(a)]}))")
-    return out
+        out = [f"(floor(a0 / {span}))"] + dims
+    else:
+        out = list(dims)
+        for a, d in zip(axes, reversed(range(na))):
+            if block["xyz".index(a)] > 1:
+                out.insert(d, f"(floor(a{d} / {block['xyz'.index(a)]}))")
+    return [(m, i) for i, m in enumerate(out) if not (i and "floor" in out[i - 1])]
+
+
+#: The mark above a copy band whose loops the lowering renames (``pm_scan_<depth>_<offsets>``):
+#: isl names a loop after its depth (``pm_c<depth>``); the band's members start at
+#: ``depth`` and stand at ``offsets`` of the band that also scanned the coordinates.
+SCAN_MARK = "pm_scan_"
+
+
+def scan_renames(mark: str) -> dict[str, str]:
+    """The copy loops' iterators renamed as the scan mark ``mark`` says: ``pm_c<depth +
+    k>`` -> ``pm_c<depth + offsets[k]>`` (the names the loops had when the band
+    scanned each distributed coordinate too; the code reads as before)."""
+    depth, offsets = mark[len(SCAN_MARK):].split("_")
+    d = int(depth)
+    return {f"pm_c{d + k}": f"pm_c{d + int(o)}"
+            for k, o in enumerate(offsets.split("x")) if int(o) != k}
 
 
 def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
@@ -830,12 +853,15 @@ def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
     graft = isl.ScheduleNode.from_extension(isl.UnionMap.from_map(ext))
     p = ", ".join([f"p{i}" for i in range(np_)] + [f"a{i}" for i in range(na)])
     leaf = graft.child(0)
-    if na:
-        scans = _scan_members(na, block, split)
-        members = ", ".join(f"{{ {stmt}[{p}] -> [{s}] }}" for s in scans)
+    scans = _scan_offsets(na, block, split) if na else []
+    if scans:
+        members = ", ".join(f"{{ {stmt}[{p}] -> [{s}] }}" for s, _o in scans)
         leaf = leaf.insert_partial_schedule(isl.MultiUnionPwAff(f"[{params}] -> [{members}]"))
         leaf = atomic(leaf)
     leaf = leaf.insert_filter(filt)
+    if any(o != k for k, (_s, o) in enumerate(scans)):
+        offsets = "x".join(str(o) for _s, o in scans)
+        leaf = leaf.insert_mark(isl.Id(f"{SCAN_MARK}{np_}_{offsets}"))
     return leaf.root()
 
 
