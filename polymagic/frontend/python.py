@@ -288,8 +288,13 @@ class _Translator:
                 raise _Unsupported(f"the function is annotated -> {text} but its last "
                                    "statement does not return a value", self.fn)
             return "void"
-        ctype = _RETURN_TYPES.get(text or "")
-        if ctype is None:
+        if isinstance(self.fn.returns, ast.Name) and self.fn.returns.id == "float":
+            return "double"                # Python's float, as for parameters
+        try:
+            ctype = parse_type("the return value", text).ctype if text else None
+        except _Unsupported:
+            ctype = None
+        if ctype is None or "[" in (text or ""):
             raise _Unsupported("a function that returns a value needs its type: annotate "
                                f"it (def {self.fn.name}(...) -> float; float, int, "
                                "\"float32\", \"float64\", \"int32\" or \"int64\")",
@@ -697,11 +702,6 @@ class _Translator:
             return f"pow({args[0][0]}, {args[1][0]})", "double"
         raise _Unsupported(f"call of {ast.unparse(e.func)}() is not supported (math "
                            f"functions, min, max, abs, float and int are)", e)
-
-
-#: return annotations -> C types (Python's float is a C double)
-_RETURN_TYPES = {"float": "double", "int": "int", "double": "double", "float32": "float",
-                 "float64": "double", "int32": "int", "int64": "long"}
 
 
 def _wider(a: str, b: str) -> str:

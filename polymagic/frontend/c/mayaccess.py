@@ -64,8 +64,9 @@ class MayAccesses(BuilderState):
         (:meth:`~.pointers.Pointers.pointer_extents` sizes it from the affine ones):
         its outermost dimension is left unbounded above here and bounded there."""
         dom = isl.Set.universe(space)
-        box = self.element_box(array, node, sized=array not in self.pointer_names())
-        if array in self.pointer_names():
+        pointer = array in self.pointer_names()
+        box = self.element_box(array, node, sized=not pointer)
+        if pointer:
             self.unsized = {array: node, **self.unsized}
         return isl.Map.from_domain_and_range(dom, box).set_tuple_name(isl.dim_type.out, array)
 
