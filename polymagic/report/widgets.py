@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from dataclasses import replace
 from html import escape
 from typing import Any, Callable, Mapping
 
@@ -180,6 +181,7 @@ class Explorer:
         self.base = options.with_(sizes=sizes, explore=False, quiet=True, json=False)
         self.namespace = namespace or {}
         self.compiled = compiled or compile_source(source, self.base, language=language)
+        made_with = self.base.compile           # the first compile's options (its key)
         self.base = E.effective_options(self.compiled, self.base)
         self.current: Options = self.base      # the configuration the views show
         self.timings: list[dict] = []          # one entry per regeneration
@@ -192,6 +194,9 @@ class Explorer:
         self._pictures: dict[tuple, bytes] = {}   # PNGs by configuration and picture
         self._busy = threading.Lock()
         self._build()
+        # the controls spell the first compile's tiles and block out (options() ==
+        # ``spelled``): while they still show them, that compile is the configuration
+        self._first_compile = (self.options().compile, made_with)
         self._last_run: dict[str, object] = {}   # configuration label -> its last run
         if report is not None:
             self.runs[self._run_label(self.base, report)] = report
@@ -369,6 +374,13 @@ class Explorer:
                                device_mem=int(c["device_mem"].value) or None,
                                target=c["target"].value, **stages)
 
+    def _as_compiled(self, o: Options) -> Options:
+        """``o`` with the compile options the first compile was made with while the
+        controls still spell that compile's tiles and block out (issue 22: its
+        mapping is read, not made again, and Run reuses it), else ``o`` itself."""
+        spelled, made_with = self._first_compile
+        return replace(o, compile=made_with) if o.compile == spelled else o
+
     def _run_label(self, o: Options, report) -> str:
         tile = ",".join(map(str, o.tile or ())) or "default"
         return f"#{len(self.runs) + 1} {report.target}, tile {tile}, shared {o.shared}"
@@ -411,10 +423,11 @@ class Explorer:
         with self._busy:
             t0 = time.perf_counter()
             o = self.options()
+            made = self._as_compiled(o)         # what the views describe
             first, self._first = self._first, None
-            cached = first is not None or is_cached(self.source, o, self.language)
+            cached = first is not None or is_cached(self.source, made, self.language)
             try:
-                compiled = first or compile_source(self.source, o, language=self.language)
+                compiled = first or compile_source(self.source, made, language=self.language)
             except PolymagicError as e:
                 self._fail(e)
                 return {}
@@ -423,9 +436,9 @@ class Explorer:
             self.error = None
             self.cuda.value = highlight_fast(compiled.cuda)
             sched = self._schedule_text(compiled)
-            mapped = E.mapping_of(compiled, o).schedule
+            mapped = E.mapping_of(compiled, made).schedule
             self.mapping.value = _pre(
-                E.mapping_text(compiled, o) + "\n\nschedule tree (isl's scheduler):\n" + sched
+                E.mapping_text(compiled, made) + "\n\nschedule tree (isl's scheduler):\n" + sched
                 + ("\n\nmapped schedule tree (tiles, block/thread filters pm_b*/pm_t*, copy "
                    "statements pm_in_*/pm_out_*, barriers pm_sync*):\n"
                    + E.schedule_text(mapped) if mapped is not None else ""))
@@ -453,7 +466,7 @@ class Explorer:
         return E.schedule_text(compiled.schedule.schedule)   # ScheduleResult's isl tree
 
     def _memory_text(self, compiled, o: Options) -> str:
-        text = E.memory_text(compiled, o)
+        text = E.memory_text(compiled, self._as_compiled(o))
         last = self._last_run.get(self._label(o))
         if last is not None and last.transfers:
             t = last.transfers
@@ -474,7 +487,7 @@ class Explorer:
     def draw_picture(self) -> None:
         """Draw the selected picture for the current configuration."""
         from . import plots as P
-        o = self.current
+        o = self._as_compiled(self.current)
         kind = self.picture_kind.value
         stmt = None if self.statement.value == "(default)" else self.statement.value
         note = ""
@@ -608,9 +621,10 @@ class Explorer:
         from ..compiler import compile_source
         from ..runtime.run import run
         o = self.options()
+        made = self._as_compiled(o)
         self.status.value = '<span style="color:#57606a">running…</span>'
-        compiled = compile_source(self.source, o, language=self.language)
-        report = run(compiled, o, namespace=self._inputs())
+        compiled = compile_source(self.source, made, language=self.language)
+        report = run(compiled, made, namespace=self._inputs())
         self.runs[self._run_label(o, report)] = report
         self._last_run[self._label(o)] = report
         self._show_runs(compiled, report)
