@@ -40,7 +40,7 @@ from ..notes import Note
 from ..options import CompileOptions, Options
 from ..schedule import ScheduleResult, compute_schedule
 from ..scop import Scop, flat_violation
-from .lowering import Lowered, map_and_lower
+from .lowering import Lowered, TimeTilesOverBudget, map_and_lower
 from .recurrence import RecurrenceChoice, choose, without
 
 
@@ -213,7 +213,22 @@ def _lower_recurrence(source: str, language: str, scop: Scop, deps: Dependences,
             return map_and_lower(scop, sched, built), choice
         except (PolymagicError, isl.Error) as e:
             choice = without(choice, choice.chosen, str(e).splitlines()[0][:100])
-    return map_and_lower(scop, sched, options), choice
+    try:
+        return map_and_lower(scop, sched, options), choice
+    except TimeTilesOverBudget as e:
+        return _host_time_loop(source, language, scop, deps, options, e), choice
+
+
+def _host_time_loop(source: str, language: str, scop: Scop, deps: Dependences,
+                    options: CompileOptions, why: TimeTilesOverBudget) -> Lowered:
+    """``--time-tiling`` whose skewed tiles isl cannot generate within their budget
+    (fuzz finding 43): the steps in the host time loop, as without the option, and a
+    note saying why (the ladder's way: working code and the reason, not an error)."""
+    host = options.with_(time_tiling=())
+    lowered = map_and_lower(scop, _schedule_cached(source, language, scop, deps, host), host)
+    note = Note("lowering", f"--time-tiling dropped: {why}; the host time loop runs the "
+                "steps", kind="fallback")
+    return replace(lowered, notes=(note,) + lowered.notes)
 
 
 def _schedule_cached(source: str, language: str, scop: Scop, deps: Dependences,

@@ -12,7 +12,8 @@ down reported by a note:
 4. :func:`lower_dropping_buffers` — shared-memory buffers whose copy code takes more
    than :data:`LOWER_OPERATIONS` are dropped;
 5. :func:`lower_time_tiles` — time tiles (``--time-tiling``) within their own budget,
-   unlocalised past it;
+   unlocalised past it, past that :class:`TimeTilesOverBudget` (the driver then
+   lowers the host time loop);
 6. :func:`lower_unlocalised` — kernels whose seed 001 moves isl could not print are
    mapped again without localisation.
 
@@ -157,10 +158,14 @@ def lower_time_tiles(scop: Scop, sched: ScheduleResult, options: CompileOptions,
         mapping = map_schedule(scop, sched, options.with_(shared="none"))
         program = _lower_within(scop, mapping, options, limit)
     if program is None:
-        raise CompileError(f"--time-tiling: generating the code of the skewed tiles took "
-                           f"more than {limit} isl operations; use "
-                           "--no-time-tiling (the host time loop)") from None
+        raise TimeTilesOverBudget(f"generating the code of the skewed tiles took more than "
+                                  f"{limit} isl operations") from None
     return program, mapping, fallback
+
+
+class TimeTilesOverBudget(CompileError):
+    """Rung 5 past its budget without localisation: the driver runs the steps in the
+    host time loop instead (the schedule without ``--time-tiling``), with a note."""
 
 
 def lower_unlocalised(scop: Scop, sched: ScheduleResult, options: CompileOptions, error: Exception
