@@ -165,6 +165,16 @@ def test_reused_model_gives_the_fresh_search():
     assert reused.tile == fresh.tile and reused.cost == pytest.approx(fresh.cost)
 
 
+def test_the_grid_demand_is_the_compile_options_device_sms():
+    """One place gives the multiprocessors: ``CompileOptions.device_sms`` sets the
+    model's grid demand (seed 000 §4.1), as it sets the default tiles' grid fill."""
+    model = _search("gemm").model
+    assert model.gpu.min_blocks == Options().device_sms == 132
+    none = search_tile_sizes(*_front("gemm"), Options(device_sms=0).compile, SIZES["gemm"],
+                             model=model)
+    assert none.model.gpu.min_blocks == 0 and not none.model.min_blocks
+
+
 def test_gemm_picks_large_tiles_with_48kb_and_beats_the_defaults():
     res = _search("gemm")
     ti, tj, tk = res.tile

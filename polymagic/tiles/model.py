@@ -40,7 +40,10 @@ class GpuModel:
       gives L ≈ 20 cycles per byte (80 per float, 160 per double).  ``L`` per element
       of the paper is ``per_byte · sizeof(element)``.
     * ``p_low``: §5's lower limit on threads, one warp (32); ``max_threads``: 1024.
-    * ``min_blocks``: 132 SMs (see the module docstring; 0 disables it).
+    * ``min_blocks``: 132 SMs (see the module docstring; 0 disables it).  The tile
+      search sets it from :attr:`CompileOptions.device_sms`, the one place the
+      target's multiprocessor count is given (the default tiles' grid fill reads it
+      too).
     """
     name: str = "NVIDIA H100 SXM5 (132 SMs, 1.98 GHz, HBM3 3.35 TB/s)"
     sync: float = 2.0

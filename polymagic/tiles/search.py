@@ -156,6 +156,7 @@ def search_schedule(scop: Scop, sched: ScheduleResult, options: CompileOptions, 
     for a sweep over M_up); only ``options.shared_mem`` and ``gpu`` may differ."""
     from scipy.optimize import minimize
     t0 = time.perf_counter()
+    gpu = dataclasses.replace(gpu, min_blocks=options.device_sms)
     try:
         if model is not None:
             model = dataclasses.replace(
