@@ -238,6 +238,14 @@ class RunOptions(_Frozen):
     check: bool = True                            # compare with the CPU reference
     emu_order: str = "shuffle"                    # shuffle | reverse | forward (emulator)
     device_mem: int | None = None                 # bytes of device memory kernels may use
+    # runs refused before anything is allocated or run (polymagic.runtime.limits):
+    # statement instances the emulator may run (about a minute on one core with its
+    # checks) and the CPU reference (about half a minute of -O2 code); bytes the
+    # arrays may take, three times over (inputs, device results, reference; None:
+    # half the free memory)
+    max_emulator_instances: int = 300_000_000
+    max_cpu_instances: int = 20_000_000_000
+    max_memory: int | None = None
 
 
 @dataclass(frozen=True)
@@ -348,6 +356,8 @@ MAX_SEED = 2 ** 64 - 1             # --seed: the emulator's 64-bit generator sta
 MAX_WINDOW = 1024                  # --localise LOOP:w
 MAX_CANDIDATES = 10_000            # --autotune-candidates
 MAX_BUDGET = 7 * 24 * 3600.0       # --autotune-budget, seconds
+MAX_INSTANCES = 10 ** 18           # --max-emulator-instances, --max-cpu-instances
+MAX_MEMORY = 1024 ** 5             # --max-memory: 1 PiB
 
 
 def _ints(text: str, what: str, most: int = MAX_TILE) -> tuple[int, ...]:
@@ -488,6 +498,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reorg", default=None, choices=("auto", "move", "modulo"),
                    help="localised data between steps: in-situ moves or modulo addressing")
     p.add_argument("--device-mem", metavar="512MB", help="device memory the kernels may use")
+    p.add_argument("--max-emulator-instances", type=float, default=3e8, metavar="3e8",
+                   help="refuse emulator runs of more statement instances (about a minute)")
+    p.add_argument("--max-cpu-instances", type=float, default=2e10, metavar="2e10",
+                   help="refuse CPU checks of more statement instances (about half a minute)")
+    p.add_argument("--max-memory", metavar="16GB",
+                   help="memory the arrays may take, three copies (default: half the free "
+                        "memory)")
     p.add_argument("--python", action="store_true", help="the cell holds a Python function")
     p.add_argument("--explore", action="store_true", help="show widgets to explore the mapping")
     p.add_argument("--autotune", action="store_true",
@@ -558,6 +575,9 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
     if not 0 <= ns.delta <= 1:
         raise OptionsError(f"--delta must lie in [0, 1], got {ns.delta}")
     _in_range("--autotune-candidates", ns.autotune_candidates, 1, MAX_CANDIDATES)
+    for flag, value in (("--max-emulator-instances", ns.max_emulator_instances),
+                        ("--max-cpu-instances", ns.max_cpu_instances)):
+        _in_range(flag, value, 1, MAX_INSTANCES)
     if not 0 < ns.autotune_budget <= MAX_BUDGET:
         raise OptionsError(f"--autotune-budget must be a positive number of seconds, at most "
                            f"{MAX_BUDGET:g}, got {ns.autotune_budget}")
@@ -572,6 +592,10 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
                    registers=ns.registers, vector=vector, delta=ns.delta,
                    device_mem=parse_bytes(ns.device_mem, "--device-mem", MAX_DEVICE_MEM)
                    if ns.device_mem else None,
+                   max_emulator_instances=int(ns.max_emulator_instances),
+                   max_cpu_instances=int(ns.max_cpu_instances),
+                   max_memory=parse_bytes(ns.max_memory, "--max-memory", MAX_MEMORY)
+                   if ns.max_memory else None,
                    python=ns.python, explore=ns.explore, autotune=ns.autotune,
                    autotune_candidates=ns.autotune_candidates,
                    autotune_budget=ns.autotune_budget,

@@ -82,6 +82,22 @@ def test_int_min_divided_by_minus_one_is_caught():
         run(compile_source(src, o), o, {"A": np.ones(4, np.int32), "B": np.zeros(4, np.int32)})
 
 
+@pytest.mark.parametrize("flag,value", [("--max-emulator-instances", "100"),
+                                        ("--max-cpu-instances", "100"),
+                                        ("--max-memory", "1KB")])
+def test_run_limits_are_run_options_named_in_the_refusal(flag, value):
+    """The run limits are options (no environment variables): a run past one is
+    refused before anything runs, the error naming the option that raises it; the
+    same run within the defaults passes."""
+    src = "void f(int N, float A[N][N]) { for (int i = 0; i < N; i++) " \
+          "for (int j = 0; j < N; j++) A[i][j] = A[i][j] + 1.0f; }"
+    options = parse_options(["--size", "N=16", "--target", "emulator"])
+    compiled = compile_source(src, options)
+    assert run(compiled, options).ok
+    with pytest.raises(InputError, match=flag):
+        run(compiled, parse_options(["--size", "N=16", "--target", "emulator", flag, value]))
+
+
 def test_the_process_survives_and_runs_again():
     """After a caught fault the same compiled code runs fine on good data."""
     o = parse_options("--size N=8 --target emulator")

@@ -16,14 +16,9 @@ import numpy as np
 
 from ..errors import InputError
 from ..dtypes import DTYPES
+from ..options import RunOptions
 from ..scop import Scop
 from . import bounds, faults
-
-#: statement instances the emulator may run (≈ a minute on one core with its checks)
-EMULATOR_INSTANCES = int(float(os.environ.get("POLYMAGIC_MAX_EMULATOR_INSTANCES", 3e8)))
-#: statement instances the CPU reference may run (≈ half a minute of -O2 code)
-CPU_INSTANCES = int(float(os.environ.get("POLYMAGIC_MAX_CPU_INSTANCES", 2e10)))
-
 
 def available_bytes() -> int:
     try:
@@ -39,23 +34,23 @@ def _at(sizes: Mapping[str, int]) -> str:
 
 
 def check_memory(scop: Scop, shapes: Mapping[str, tuple[int, ...]],
-                 sizes: Mapping[str, int]) -> None:
+                 sizes: Mapping[str, int], max_memory: int | None = None) -> None:
     """Every array three times (inputs, device results, CPU reference) must fit in
-    half the free memory (``POLYMAGIC_MAX_BYTES`` overrides)."""
+    ``max_memory`` bytes (:attr:`RunOptions.max_memory`; None: half the free memory)."""
     need = 0
     for name, shape in shapes.items():
         n = 1
         for e in shape:
             n *= max(int(e), 0)
         need += n * np.dtype(DTYPES[scop.arrays[name].ctype]).itemsize
-    limit = int(float(os.environ.get("POLYMAGIC_MAX_BYTES", available_bytes() // 2)))
+    limit = max_memory if max_memory is not None else available_bytes() // 2
     if 3 * need > limit:
         biggest = max(shapes, key=lambda k: np.prod([max(int(e), 1) for e in shapes[k]]))
         raise InputError(
             f"at {_at(sizes)} the arrays need {_human(need)} ({biggest} alone is "
             f"{'x'.join(map(str, shapes[biggest]))}), about {_human(3 * need)} with the "
             f"device and reference copies, more than the {_human(limit)} polymagic allows "
-            "itself here; choose smaller sizes (or set POLYMAGIC_MAX_BYTES)")
+            "itself here; choose smaller sizes (or give --max-memory)")
 
 
 def instances(scop: Scop, sizes: Mapping[str, int]) -> int:
@@ -72,22 +67,26 @@ def instances(scop: Scop, sizes: Mapping[str, int]) -> int:
     return total
 
 
-def check_work(scop: Scop, sizes: Mapping[str, int], target: str, check: bool) -> int:
-    """Refuse emulator runs and CPU checks that would take far too long, and runs
-    that would fault or overflow at these sizes (:mod:`polymagic.runtime.faults`)."""
+def check_work(scop: Scop, sizes: Mapping[str, int], target: str, check: bool,
+               limits: RunOptions = RunOptions()) -> int:
+    """Refuse emulator runs and CPU checks that would take far too long (``limits``'
+    instance counts), and runs that would fault or overflow at these sizes
+    (:mod:`polymagic.runtime.faults`)."""
     faults.check(scop, sizes)
     bounds.check_bounds(scop, sizes)
     n = instances(scop, sizes)
-    if target in ("emulator",) and n > EMULATOR_INSTANCES:
+    most = limits.max_emulator_instances
+    if target in ("emulator",) and n > most:
         raise InputError(
             f"{scop.name} runs {n:.3g} statement instances at {_at(sizes)}; the race-hunting "
-            f"emulator allows {EMULATOR_INSTANCES:.3g} (about a minute): choose smaller sizes, "
-            "--target openmp, or a GPU (POLYMAGIC_MAX_EMULATOR_INSTANCES raises the limit)")
-    if check and n > CPU_INSTANCES:
+            f"emulator allows {most:.3g} (about a minute): choose smaller sizes, "
+            "--target openmp, or a GPU (--max-emulator-instances raises the limit)")
+    most = limits.max_cpu_instances
+    if check and n > most:
         raise InputError(
             f"{scop.name} runs {n:.3g} statement instances at {_at(sizes)}; checking them on "
-            f"the CPU is limited to {CPU_INSTANCES:.3g}: choose smaller sizes or --no-check "
-            "(POLYMAGIC_MAX_CPU_INSTANCES raises the limit)")
+            f"the CPU is limited to {most:.3g}: choose smaller sizes or --no-check "
+            "(--max-cpu-instances raises the limit)")
     return n
 
 

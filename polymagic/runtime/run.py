@@ -137,7 +137,7 @@ def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
     _check_overlap(scop, given, flat=False)
     sizes = _sizes(scop, options.sizes, given, defaults or {})
     shapes = _shapes(scop, sizes)
-    limits.check_memory(scop, shapes, sizes)
+    limits.check_memory(scop, shapes, sizes, options.max_memory)
     check_flat(scop, sizes)
     for name, a in given.items():
         given[name] = _fit(scop, name, a, shapes[name], sizes)
@@ -716,7 +716,7 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
             + ", ".join(f"{k}={v}" for k, v in fixed.items()) + " (--localise naming a host "
             "loop or a superposition step loop); got " + ", ".join(f"{k}={ints[k]}" for k in other)
             + ": compile again with --size " + ",".join(f"{k}={ints[k]}" for k in fixed))
-    work = limits.check_work(scop, ints, target, check)
+    work = limits.check_work(scop, ints, target, check, options.run)
     sources = inputs.arrays()
     check_gathers(scop, ints, sources)
     # results land in copies of the written arrays; the others are only read
