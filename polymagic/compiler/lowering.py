@@ -8,7 +8,8 @@ down reported by a note:
 1. :func:`search_tiles` — ``--tile auto``: seed 000 §4.3's tile search picks the tiles;
 2. :func:`polymagic.mapping.map_schedule` — the mapping (blocks, threads, memory plan);
 3. :func:`lower_within_limit` — the lowering, within :data:`LOWER_LIMIT_OPERATIONS`
-   (past it a user error, not a hang);
+   (past it a user error, not a hang); a mapping with the default localisation's
+   moves within :data:`AUTO_LOCALISED_OPERATIONS`, past it rung 6;
 4. :func:`lower_dropping_buffers` — shared-memory buffers whose copy code takes more
    than :data:`LOWER_OPERATIONS` are dropped;
 5. :func:`lower_time_tiles` — time tiles (``--time-tiling``) within their own budget,
@@ -41,6 +42,11 @@ from ..scop import Scop
 LOWER_OPERATIONS = 20_000_000
 #: any lowering: past this many isl operations a user error, not a hang
 LOWER_LIMIT_OPERATIONS = 40_000_000
+#: a mapping with the default localisation's moves (nobody asked for them): past this
+#: many isl operations it is lowered again without them (the examples and benchmark
+#: kernels lower within it; fuzz program 13001000073's moves took 21 s of isl's AST
+#: generator, its code without them 4 s)
+AUTO_LOCALISED_OPERATIONS = 3_000_000
 #: the budget of localised time tiles, when --localise asks for them, is this many times
 #: larger (:attr:`CompileOptions.time_tiling_operations` is the budget of the tiles themselves)
 LOCALISED_TILES_FACTOR = 20
@@ -97,11 +103,23 @@ def lower_mapping(scop: Scop, sched: ScheduleResult, options: CompileOptions,
     """Rungs 3-5: lower ``mapping`` under the budget its kind needs; returns the
     program, the mapping it came from (another one after a fallback) and the
     fallbacks' notes."""
+    if _auto_localised(options, mapping):
+        program = _lower_within(scop, mapping, options, AUTO_LOCALISED_OPERATIONS)
+        if program is None:          # lower_unlocalised's rung: the same without the moves
+            raise CompileError(f"more than {AUTO_LOCALISED_OPERATIONS} isl operations")
+        return program, mapping, []
     if options.shared != "none" and mapping.copies:
         return lower_dropping_buffers(scop, sched, options, mapping)
     if options.time_tiling:
         return lower_time_tiles(scop, sched, options, mapping)
     return lower_within_limit(scop, mapping, options), mapping, []
+
+
+def _auto_localised(options: CompileOptions, mapping: MappingResult) -> bool:
+    """Whether ``mapping`` holds seed 001 moves nobody asked for: the default
+    localisation (no ``--localise``, no host loop in one block, no time tiles)."""
+    return bool(mapping.local_copies) and options.localise is None and \
+        options.localise_auto and options.time_block is None and not options.time_tiling
 
 
 def lower_within_limit(scop: Scop, mapping: MappingResult, options: CompileOptions) -> kir.Program:
