@@ -305,12 +305,12 @@ def test_in_child_returns_raises_and_times_out():
 
 def test_gauss_seidel_window_two_is_bounded():
     """2d Gauss-Seidel with a window of 2 (seed 001 Example 2): when the barvinok
-    count of ρ runs past its time limit (``count_seconds``, the bound the planner
+    count of ρ runs past its time limit (``trial_limits``, the bound the planner
     itself puts on counts) the analysis falls back to the bounding-box layout and
     says why, instead of hanging."""
     scop = _scop("gauss-seidel-2d.c")
     prefix = L.time_prefix(scop, "i")
-    with L.count_seconds(0.01):
+    with L.trial_limits(0.01, L.COUNT_OPERATIONS):
         loc = L.localise(scop, prefix, "A", window=2)
     assert loc.layout == "box"
     assert any("took too long" in str(n) for n in loc.notes)
@@ -337,3 +337,13 @@ def test_default_localisation_past_its_lowering_budget_is_dropped(monkeypatch):
     assert not c.mapping.local_copies
     assert c.cuda == compile_source(src, opts.with_(localise_auto=False)).cuda
     assert run(c, opts).ok
+
+
+def test_access_sets_past_their_budget_refuse_the_localisation():
+    """Seed 001 §4.2's access sets are bounded like the counts: past the trial's
+    isl operations, a LocaliseError (the default localisation then tries the next
+    loop or none; fuzz program 164 spent 8 s of a 17 s compile in them)."""
+    scop = _scop("gauss-seidel-2d.c")
+    prefix = L.time_prefix(scop, "i")
+    with L.trial_limits(10.0, 1000), pytest.raises(L.LocaliseError, match="access sets"):
+        L.localise(scop, prefix, "A", window=2)

@@ -274,13 +274,13 @@ class SuperLocalisation:
         I/O sets counted with barvinok for block 0 at :data:`.memory.localcode.AUTO_SIZE`
         per size) predicts fewer global accesses; else None."""
         from ..isl_util import in_child
-        from ..memory.localcode import AUTO_SECONDS, AUTO_SIZE
-        from ..memory.localise import count_seconds, traffic_change
+        from ..memory.localcode import AUTO_OPERATIONS, AUTO_SECONDS, AUTO_SIZE
+        from ..memory.localise import traffic_change, trial_limits
         sizes = {p: AUTO_SIZE for p in self.scop.size_params}
         sizes.update({v: 0 for v in (*kir.THREAD_IDS.values(), *kir.BLOCK_IDS.values())})
         bufs = lp.buffers
         try:
-            with count_seconds(AUTO_SECONDS):
+            with trial_limits(AUTO_SECONDS, AUTO_OPERATIONS):
                 saved = in_child(lambda: -sum(sum(traffic_change(self.scop, lb.prefix, lb.loc,
                                                                  sizes)) for lb in bufs),
                                  AUTO_SECONDS)

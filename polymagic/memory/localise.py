@@ -34,13 +34,14 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from ..isl_util import OperationBudget, TimedOut, in_child
+from ..isl_util import OperationBudget, TimedOut, budget_spent, in_child
 from ..notes import Note
 from ..scop import Scop
 from .scratchpad import data_spaces
 
 
-#: isl operations the barvinok count of ρ may take before the box layout is used
+#: isl operations each step of a localisation may take (its access sets, the count of
+#: ρ, the bounding box, the drift): past it, the box layout or no localisation
 COUNT_OPERATIONS = 3_000_000
 #: seconds a barvinok count may take (it ignores the operation budget)
 COUNT_SECONDS = 10.0
@@ -190,15 +191,18 @@ def bounded_rank_count(c: isl.Map, seconds: float | None = None) -> isl.PwQPolyn
 
 
 @contextmanager
-def count_seconds(seconds: float):
-    """Bound every barvinok count below to ``seconds`` (the default localisation
-    tries loops nobody asked for: it must stay quick)."""
-    global COUNT_SECONDS
-    saved, COUNT_SECONDS = COUNT_SECONDS, min(COUNT_SECONDS, seconds)
+def trial_limits(seconds: float, operations: int):
+    """Bound every barvinok count below to ``seconds`` and every step to
+    ``operations`` isl operations (the default localisation tries loops nobody asked
+    for: it must stay quick)."""
+    global COUNT_SECONDS, COUNT_OPERATIONS
+    saved = COUNT_SECONDS, COUNT_OPERATIONS
+    COUNT_SECONDS, COUNT_OPERATIONS = min(COUNT_SECONDS, seconds), min(COUNT_OPERATIONS,
+                                                                       operations)
     try:
         yield
     finally:
-        COUNT_SECONDS = saved
+        COUNT_SECONDS, COUNT_OPERATIONS = saved
 
 
 def qpoly_to_pw_aff(q: isl.PwQPolynomial, domain: isl.Set) -> isl.PwAff | None:
@@ -339,7 +343,14 @@ def localise(scop: Scop, prefix: isl.UnionMap, array: str, window: int = 1,
     if not spaces:
         raise LocaliseError(f"{array} is not accessed inside the loop")
     cj = _union([d.relation for d in spaces])
-    c, i, o, g = access_sets(cj, window)
+    try:
+        with OperationBudget(cj.get_ctx(), COUNT_OPERATIONS):
+            c, i, o, g = access_sets(cj, window)
+    except isl.Error as e:
+        if not budget_spent(e):
+            raise
+        raise LocaliseError(f"its access sets took more than {COUNT_OPERATIONS} isl "
+                            "operations") from None
     if require_reuse and g.is_empty():
         raise LocaliseError("no reuse from one step to the next: G is empty")
     notes = []
