@@ -193,6 +193,11 @@ class CompileOptions(_Frozen):
     per_kernel: bool = False                      # every kernel from its own AST
     exact_subscripts: bool = False                # subscripts printed with their domains
     time_tiling_operations: int = 3_000_000       # isl budget of the skewed tiles' AST
+    # isl budget of lowering a mapping with the default localisation's moves (nobody
+    # asked for them; past it the kernel is lowered without them, compiler/lowering.py):
+    # every example and benchmark kernel lowers within it, fuzz program 13001000073's
+    # moves took 21 s of isl's AST generator
+    auto_localised_operations: int = 3_000_000
     # a host wavefront (an in-place recurrence): model (compiler/recurrence.py chooses)
     # | wavefront | block | tiles (forced; explicit --localise/--time-tiling win anyway)
     recurrence: str = "model"

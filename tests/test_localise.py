@@ -317,21 +317,20 @@ def test_gauss_seidel_window_two_is_bounded():
     assert not loc.cached.is_empty()
 
 
-def test_default_localisation_past_its_lowering_budget_is_dropped(monkeypatch):
+def test_default_localisation_past_its_lowering_budget_is_dropped():
     """The default localisation's moves (nobody asked for them) get a small isl
     budget in the lowering; past it the kernel is lowered without them, with a note
     (fuzz program 13001000073: 21 s of isl's AST generator with the moves, 4 s
     without), and the emulator still matches the CPU.  An explicit ``--localise``
     keeps the full budget."""
-    from polymagic.compiler import clear_caches, compile_source, lowering
+    from polymagic.compiler import clear_caches, compile_source
     from polymagic.options import parse_options
     from polymagic.runtime.run import run
     src = (EXAMPLES / "sor-1d-seq.c").read_text()
     opts = parse_options(["--size", "n=20,m=5", "--target", "emulator"])
     clear_caches()
     assert compile_source(src, opts).mapping.local_copies      # localised by default
-    monkeypatch.setattr(lowering, "AUTO_LOCALISED_OPERATIONS", 1000)
-    clear_caches()
+    opts = opts.with_(auto_localised_operations=1000)
     c = compile_source(src, opts)
     assert any("localisation dropped" in n for n in c.note_lines)
     assert not c.mapping.local_copies

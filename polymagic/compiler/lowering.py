@@ -9,7 +9,7 @@ down reported by a note:
 2. :func:`polymagic.mapping.map_schedule` — the mapping (blocks, threads, memory plan);
 3. :func:`lower_within_limit` — the lowering, within :data:`LOWER_LIMIT_OPERATIONS`
    (past it a user error, not a hang); a mapping with the default localisation's
-   moves within :data:`AUTO_LOCALISED_OPERATIONS`, past it rung 6;
+   moves within :attr:`CompileOptions.auto_localised_operations`, past it rung 6;
 4. :func:`lower_dropping_buffers` — shared-memory buffers whose copy code takes more
    than :data:`LOWER_OPERATIONS` are dropped;
 5. :func:`lower_time_tiles` — time tiles (``--time-tiling``) within their own budget,
@@ -42,11 +42,6 @@ from ..scop import Scop
 LOWER_OPERATIONS = 20_000_000
 #: any lowering: past this many isl operations a user error, not a hang
 LOWER_LIMIT_OPERATIONS = 40_000_000
-#: a mapping with the default localisation's moves (nobody asked for them): past this
-#: many isl operations it is lowered again without them (the examples and benchmark
-#: kernels lower within it; fuzz program 13001000073's moves took 21 s of isl's AST
-#: generator, its code without them 4 s)
-AUTO_LOCALISED_OPERATIONS = 3_000_000
 #: the budget of localised time tiles, when --localise asks for them, is this many times
 #: larger (:attr:`CompileOptions.time_tiling_operations` is the budget of the tiles themselves)
 LOCALISED_TILES_FACTOR = 20
@@ -104,9 +99,10 @@ def lower_mapping(scop: Scop, sched: ScheduleResult, options: CompileOptions,
     program, the mapping it came from (another one after a fallback) and the
     fallbacks' notes."""
     if _auto_localised(options, mapping):
-        program = _lower_within(scop, mapping, options, AUTO_LOCALISED_OPERATIONS)
+        budget = options.auto_localised_operations
+        program = _lower_within(scop, mapping, options, budget)
         if program is None:          # lower_unlocalised's rung: the same without the moves
-            raise CompileError(f"more than {AUTO_LOCALISED_OPERATIONS} isl operations")
+            raise CompileError(f"more than {budget} isl operations")
         return program, mapping, []
     if options.shared != "none" and mapping.copies:
         return lower_dropping_buffers(scop, sched, options, mapping)
