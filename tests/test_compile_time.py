@@ -125,6 +125,36 @@ def test_split_under_a_host_loop(per_kernel):
     assert r.ok, r.message
 
 
+#: a triangular domain under a host loop (fuzz program 13301000011, shrunk by hand):
+#: whether a block's j tile is full depends on the host loop's i (``j <= i``)
+TRIANGLE = """
+void tri(int N, double alpha, double beta, double C[N + 1][2 * N + 1][2],
+         double D[N + 1][N + 1][N + 1]) {
+  for (int i = 0; i <= N - 2; i++)
+    for (int j = 0; j < N; j++)
+      if (j <= i)
+        for (int k = 0; k < N - 1; k++)
+          C[j][i + j + 1][1] = 0.25 * D[k][j][i] * beta + 0.0625 * C[j][i + j][1] * alpha
+                               + 0.0625 * C[j + 1][i + j + 1][1];
+}
+"""
+
+
+@pytest.mark.parametrize("per_kernel", [False, True])
+def test_full_tile_condition_is_per_launch(per_kernel):
+    """The full-tile condition ``F`` of a kernel under a host loop holds the launch's
+    host value: a block whose tile is full at later launches only runs the generic
+    piece at the earlier ones (``F`` read above the launch filter said "full" for
+    every launch, and the full piece's own guard then ran nothing: 148 elements of C
+    wrong at N = 18)."""
+    opts = Options(sizes={"N": 18}, target="emulator", tile=(8, 8),
+                   tile_levels=((8, 8), (2, 2)), per_kernel=per_kernel)
+    c = compiler.compile_source(TRIANGLE, opts)
+    assert any(p.full_instances is not None for p in c.mapping.plans.values())
+    r = run(c, opts)
+    assert r.ok, r.message
+
+
 def test_explorer_run_of_the_first_configuration_reuses_its_compile(fresh_cache):
     """Run before any change runs the compile the explorer was built from (the
     controls spell its default tiles out; a second compile of it took 0.5-1 s)."""
