@@ -666,7 +666,7 @@ class Explorer:
             for i, v in enumerate(("none", "auto", "all")):
                 self.status.value = f'<span style="color:#57606a">emulator run {i + 1}/3: ' \
                                     f'--shared {v}…</span>'
-                ov = o.with_(shared=v)
+                ov = self._as_compiled(o.with_(shared=v))
                 out[v] = run(compile_source(self.source, ov, language=self.language), ov,
                              namespace=self._inputs())
                 self.progress.value = i + 1
