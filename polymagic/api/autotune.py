@@ -433,7 +433,7 @@ def _run_sizes(scop, options: Options, ns: Mapping) -> tuple[dict, dict]:
         shapes = {p.name: tuple(max(int(evaluate(e, env)), 0)
                                 for e in scop.arrays[p.name].shape)
                   for p in scop.array_params}
-        check_memory(scop, shapes, sizes, options.max_memory)
+        check_memory(scop, shapes, sizes, options.run)
         scalars = {p.name: options.sizes[p.name] for p in scop.scalar_params
                    if p.name in options.sizes}
         return sizes, scalars

@@ -102,7 +102,7 @@ def lower_mapping(scop: Scop, sched: ScheduleResult, options: CompileOptions,
         budget = options.auto_localised_operations
         program = _lower_within(scop, mapping, options, budget)
         if program is None:          # lower_unlocalised's rung: the same without the moves
-            raise CompileError(f"more than {budget} isl operations")
+            raise CompileError(f"more than {budget} isl operations, or an isl failure")
         return program, mapping, []
     if options.shared != "none" and mapping.copies:
         return lower_dropping_buffers(scop, sched, options, mapping)

@@ -34,9 +34,10 @@ def _at(sizes: Mapping[str, int]) -> str:
 
 
 def check_memory(scop: Scop, shapes: Mapping[str, tuple[int, ...]],
-                 sizes: Mapping[str, int], max_memory: int | None = None) -> None:
+                 sizes: Mapping[str, int], limits: RunOptions = RunOptions()) -> None:
     """Every array three times (inputs, device results, CPU reference) must fit in
-    ``max_memory`` bytes (:attr:`RunOptions.max_memory`; None: half the free memory)."""
+    ``limits.max_memory`` bytes (None: half the free memory)."""
+    max_memory = limits.max_memory
     need = 0
     for name, shape in shapes.items():
         n = 1

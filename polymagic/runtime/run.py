@@ -137,7 +137,7 @@ def gather_inputs(scop: Scop, options: Options, namespace: Mapping | None = None
     _check_overlap(scop, given, flat=False)
     sizes = _sizes(scop, options.sizes, given, defaults or {})
     shapes = _shapes(scop, sizes)
-    limits.check_memory(scop, shapes, sizes, options.max_memory)
+    limits.check_memory(scop, shapes, sizes, options.run)
     check_flat(scop, sizes)
     for name, a in given.items():
         given[name] = _fit(scop, name, a, shapes[name], sizes)
