@@ -26,7 +26,7 @@ from ..memory.registers import eliminate_redundant_loads
 from ..scop import Scop
 from .kernel_passes import (accessed_arrays, copy_split_values, mark_unroll, plan_summary,
                             promote_plan_registers, rename_loops)
-from .full_tile_pieces import full_condition, full_tile_schedule, launch_values, merge_pieces
+from .full_tile_pieces import full_tile_schedule, launch_values, merge_pieces
 from .per_kernel import (GROUP_PREFIX, boxed_launches, drop_fixed_host_loops, group_and_cut,
                          host_depends_on_ids, kernel_marks, kernel_schedule,
                          mentions_mapped_ids, rename_vars)
@@ -399,16 +399,17 @@ class _Lowerer:
         generated on its own (:mod:`.full_tile_pieces`); ``host``: the names the
         launch's host loop values go by in the body (the host loop iterators, or
         ``pm_h<k>``).  ``generic`` alone when those do not match the kernel's depth."""
-        tree, depth = full_tile_schedule(self.mapping.schedule, name, plan)
+        tree, full_set, depth = full_tile_schedule(self.mapping.schedule, name, plan)
         if len(host) != depth:
             return generic
         # the host runs the launch only for its host loop values: isl need not check them
         known = launch_values(self.mapping.schedule, name)
-        build = self.build if known is None else _base_build(
-            self.context.align_params(known.get_space()).intersect_params(known))
-        full = drop_fixed_host_loops(self.block(_generate(build, tree, self)[1], True))
-        cond = ast_expr_to_expr(build.expr_from_set(
-            full_condition(self.mapping.schedule, tree, name)))
+        context = self.context if known is None else \
+            self.context.align_params(known.get_space()).intersect_params(known)
+        build = self.build if known is None else _base_build(context)
+        inside = _base_build(context.intersect_params(full_set))
+        full = drop_fixed_host_loops(self.block(_generate(inside, tree, self)[1], True))
+        cond = ast_expr_to_expr(build.expr_from_set(full_set))
         names = {f"{HOST_PARAM}{k}": Var(v) for k, v in enumerate(host)
                  if v != f"{HOST_PARAM}{k}"}
         if names:
