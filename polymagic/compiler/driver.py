@@ -35,6 +35,7 @@ from ..deps import Dependences, compute_dependences
 from ..dtypes import INT32
 from ..errors import CompileError, InputError, PolymagicError, UnsupportedError
 from ..frontend import parse
+from ..helper_process import helper_seconds
 from ..mapping import MappingResult
 from ..notes import Note
 from ..options import CompileOptions, Options
@@ -269,10 +270,11 @@ class _StageLogger:
 
 
 def cpu_seconds() -> float:
-    """CPU time of this process and of its children that have been waited for
-    (``time.process_time`` alone misses the forked scheduler and counts)."""
+    """CPU time of this process, of its children that have been waited for
+    (``time.process_time`` alone misses the forked counts) and of the helper process's
+    calls (the scheduler, :func:`polymagic.helper_process.helper_seconds`)."""
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime
+    return time.process_time() + children.ru_utime + children.ru_stime + helper_seconds()
 
 
 @contextmanager

@@ -15,7 +15,8 @@ import islpy as isl
 
 from ..deps import Dependences
 from ..errors import PolymagicError
-from ..isl_util import OperationBudget, TimedOut, in_child
+from ..helper_process import run_bounded
+from ..isl_util import OperationBudget, TimedOut
 from ..notes import Note
 from ..options import ScheduleOptions
 from ..scop import Scop
@@ -94,7 +95,7 @@ def _isl_schedule(scop: Scop, deps: Dependences, notes: list[Note] | None = None
 
     The scheduler's integer programs do not count against isl's operation budget
     and have run for minutes on a four-deep nest with skewed inner loops (fuzz
-    finding 32), so each attempt runs in a child process killed after
+    finding 32), so each attempt runs in the helper process, killed after
     :attr:`ScheduleOptions.schedule_seconds`; past it, Feautrier's scheduler (isl's other algorithm,
     one dimension per dependence level: far fewer integer programs) is asked."""
     notes = notes if notes is not None else []
@@ -165,38 +166,51 @@ def _bounded_schedule(scop: Scop, deps: Dependences, context: isl.Set | None,
                       algorithm: str, options: ScheduleOptions,
                       domain: isl.UnionSet | None = None) -> isl.Schedule:
     """isl's ``compute_schedule`` with ``algorithm`` ('isl' or 'feautrier') under
-    ``options.schedule_operations``, in a child process killed after
-    ``options.schedule_seconds`` (its integer programs ignore the operation budget).
-    The child sends the tree's text and the parent rebuilds the tree over its own
-    domain object (:func:`_rebuilt`), so the scheduler runs once (issue 22: it ran a
-    second time here, 4 s of a 3-d heat stencil's 5 s).  Raises :class:`TimedOut` or
-    ``isl.Error``."""
+    ``options.schedule_operations``, in the helper process
+    (:func:`polymagic.helper_process.run_bounded`: forked once, not per call), killed
+    past ``options.schedule_seconds`` of CPU time (its integer programs ignore the
+    operation budget).  The schedule constraints go there as text; the tree's text
+    comes back and is rebuilt over this process's own domain object
+    (:func:`_rebuilt`), so the scheduler runs once (issue 22: it ran a second time
+    here, 4 s of a 3-d heat stencil's 5 s).  Raises :class:`TimedOut` or ``isl.Error``."""
     ctx = scop.context.get_ctx()
     configure(ctx)
     dom = (scop.domain if domain is None else domain).intersect_params(scop.context)
     validity = deps.validity if domain is None else \
         deps.validity.intersect_domain(dom).intersect_range(dom)
 
-    def compute() -> isl.Schedule:
-        sc = isl.ScheduleConstraints.on_domain(dom)
-        if context is not None:
-            sc = sc.set_context(context)
-        sc = sc.set_validity(validity)
-        sc = sc.set_coincidence(validity)
-        sc = sc.set_proximity(validity)
-        if algorithm == "feautrier":
-            ctx.set_schedule_algorithm(isl.schedule_algorithm.FEAUTRIER)
-        try:
-            with OperationBudget(ctx, options.schedule_operations):
-                return sc.compute_schedule()
-        finally:
-            ctx.set_schedule_algorithm(isl.schedule_algorithm.ISL)
-
-    text = in_child(lambda: compute().to_str(), options.schedule_seconds)
+    sc = isl.ScheduleConstraints.on_domain(dom)
+    if context is not None:
+        sc = sc.set_context(context)
+    sc = sc.set_validity(validity).set_coincidence(validity).set_proximity(validity)
+    text = run_bounded(_scheduled, (sc.to_str(), algorithm, options.schedule_operations),
+                       options.schedule_seconds)
     try:
         return _rebuilt(text, dom)
-    except (_Unexpected, isl.Error):
-        return compute()        # a tree the rebuild does not reproduce: ask isl here again
+    except (_Unexpected, isl.Error):     # a tree the rebuild does not reproduce: ask isl here
+        return _computed(sc, algorithm, options.schedule_operations)
+
+
+def _scheduled(constraints: str, algorithm: str, operations: int) -> str:
+    """:func:`_computed` on the schedule constraints printed as ``constraints``, as
+    text (the helper process's call, :mod:`polymagic.helper_process`)."""
+    ctx = isl.DEFAULT_CONTEXT
+    return _computed(isl.ScheduleConstraints.read_from_str(ctx, constraints), algorithm,
+                     operations).to_str()
+
+
+def _computed(sc: isl.ScheduleConstraints, algorithm: str, operations: int) -> isl.Schedule:
+    """isl's schedule (``algorithm`` 'isl' or 'feautrier') for ``sc`` within
+    ``operations`` isl operations."""
+    ctx = sc.get_ctx()
+    configure(ctx)
+    if algorithm == "feautrier":
+        ctx.set_schedule_algorithm(isl.schedule_algorithm.FEAUTRIER)
+    try:
+        with OperationBudget(ctx, operations):
+            return sc.compute_schedule()
+    finally:
+        ctx.set_schedule_algorithm(isl.schedule_algorithm.ISL)
 
 
 class _Unexpected(Exception):
