@@ -29,13 +29,12 @@ import signal
 import struct
 import threading
 import time
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable
 
 import islpy as isl
 
-from .isl_util import WALL_FACTOR, TimedOut, in_child
+from .isl_util import WALL_FACTOR, TimedOut, fork_quietly, in_child
 
 _HEADER = struct.Struct("<Q")
 
@@ -99,9 +98,7 @@ def _started() -> _Helper | None:
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     try:
-        with warnings.catch_warnings():     # multi-threaded parents (a Jupyter kernel)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+        pid = fork_quietly()
     except OSError:
         for fd in (req_r, req_w, rep_r, rep_w):
             os.close(fd)

@@ -142,6 +142,14 @@ class TimedOut(Exception):
 WALL_FACTOR = 20
 
 
+def fork_quietly() -> int:
+    """``os.fork()`` without Python's warning about forking a multi-threaded process
+    (a Jupyter kernel has threads; the child only computes and leaves)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return os.fork()
+
+
 def in_child(fn: Callable[[], _T], seconds: float) -> _T:
     """``fn()`` computed in a forked child process, killed after ``seconds`` of CPU time.
 
@@ -161,9 +169,7 @@ def in_child(fn: Callable[[], _T], seconds: float) -> _T:
         return fn()
     r, w = os.pipe()
     try:
-        with warnings.catch_warnings():     # multi-threaded parents (a Jupyter kernel)
-            warnings.simplefilter("ignore", DeprecationWarning)
-            pid = os.fork()
+        pid = fork_quietly()
     except OSError:
         os.close(r)
         os.close(w)
