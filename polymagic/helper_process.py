@@ -15,9 +15,9 @@ is the helper's CPU time during the call (a ``SIGPROF`` interval timer, whose de
 action ends the helper), as :func:`~polymagic.isl_util.in_child`'s: a loaded machine
 changes neither the results nor which calls give up (issue 18).  A helper that blocks
 is killed after :data:`~polymagic.isl_util.WALL_FACTOR` times the limit of wall time.
-A killed helper is forked again at the next call.  Without ``fork``, in a process
-forked from the one that owns the helper, or when the fork fails, the call runs as
-:func:`~polymagic.isl_util.in_child` would.
+A killed helper is forked again at the next call; a process forked from the owner
+forks its own when it needs one.  Without ``fork``, inside the helper, or when the fork
+fails, the call runs as :func:`~polymagic.isl_util.in_child` would.
 """
 from __future__ import annotations
 
@@ -91,10 +91,10 @@ def helper_seconds() -> float:
 def _started() -> _Helper | None:
     """The helper, forked now if there is none (None when it cannot be)."""
     global _helper
-    if _helper is not None and _helper.owner == os.getpid():
-        return _helper
-    if _helper is not None or not hasattr(os, "fork"):
-        return None                   # a forked child of the owner, or no fork at all
+    if _helper is not None:
+        return _helper if _helper.owner == os.getpid() else None    # (in the helper)
+    if not hasattr(os, "fork"):
+        return None
     req_r, req_w = os.pipe()
     rep_r, rep_w = os.pipe()
     try:
@@ -126,11 +126,30 @@ def _stop() -> int:
     return os.waitpid(helper.pid, 0)[1]
 
 
+def _after_fork_in_child() -> None:
+    """A forked child (``in_child``'s, a tile-search worker) shares neither its
+    parent's helper nor its lock (another thread may hold it at the fork): it closes
+    its copies of the pipes, so the helper still ends with its owner, and forks a
+    helper of its own if it needs one."""
+    global _helper, _lock
+    if _helper is not None and _helper.owner > 0:
+        for fd in (_helper.requests, _helper.replies):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    _helper, _lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 def _become_helper(requests: int, replies: int) -> None:
     """In the forked helper: a call it serves runs nested calls as
-    :func:`~polymagic.isl_util.in_child` does (the lock held at the fork is its owner's)."""
-    global _helper, _lock
-    _helper, _lock = _Helper(-1, -1, -1, -1), threading.Lock()
+    :func:`~polymagic.isl_util.in_child` does (no helper of its own)."""
+    global _helper
+    _helper = _Helper(-1, -1, -1, -1)
     _serve(requests, replies)
 
 
