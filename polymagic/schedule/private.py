@@ -57,8 +57,7 @@ def _reads_writes(scop: Scop, name: str, may: bool = False
 def private_temps(scop: Scop) -> frozenset[str]:
     """Temp arrays (expanded local scalars declared inside loops) of which every
     read of an element follows a write of that element in source order."""
-    sched = scop.schedule.intersect_domain(scop.domain)
-    before = sched.lex_lt_union_map(sched)
+    before = None                  # the source order, formed only when a temp needs it
     out = set()
     for name, arr in scop.arrays.items():
         if arr.kind != "temp" or not arr.shape or name in scop.global_only:
@@ -66,6 +65,9 @@ def private_temps(scop: Scop) -> frozenset[str]:
         reads, writes = _reads_writes(scop, name)
         if writes.is_empty():
             continue
+        if before is None:
+            sched = scop.schedule.intersect_domain(scop.domain)
+            before = sched.lex_lt_union_map(sched)
         covered = writes.apply_range(reads.reverse()).intersect(before).range()
         if reads.domain().is_subset(covered):
             out.add(name)
