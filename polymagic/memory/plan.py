@@ -116,22 +116,34 @@ def _candidates(scop: Scop, spaces: list[DataSpace], options: CompileOptions,
     box spans the distance between the block's i and j tiles)."""
     out = []
     sample = {p: 100 for p in scop.size_params}
-    parts = []
+    parts: list[tuple[Partition, Box]] = []        # each box computed once
     for part in partition(spaces):
-        if read_only and len(part.spaces) > 1 and \
-                not bounding_box(part.pieces(), scop.context).bounded:
-            alone = [Partition(part.array, [d]) for d in part.spaces]
-            if all(bounding_box(a.pieces(), scop.context).bounded for a in alone):
+        box = bounding_box(part.pieces(), scop.context)
+        if read_only and len(part.spaces) > 1 and not box.bounded:
+            alone = _bounded_alone(scop, part)
+            if alone is not None:
                 parts += alone
                 continue
-        parts.append(part)
-    for part in parts:
-        box = bounding_box(part.pieces(), scop.context)
+        parts.append((part, box))
+    for part, box in parts:
         if options.shared == "all":
             ok, why = True, "--shared all: every partition is buffered"
         else:
             ok, why = reuse(part, options.delta, sample)
         out.append((part, box, ok, why))
+    return out
+
+
+def _bounded_alone(scop: Scop, part: Partition) -> list[tuple[Partition, Box]] | None:
+    """One partition per data space of ``part`` with its box, when every one of those
+    boxes is bounded (else None, at the first that is not)."""
+    out = []
+    for d in part.spaces:
+        alone = Partition(part.array, [d])
+        box = bounding_box(alone.pieces(), scop.context)
+        if not box.bounded:
+            return None
+        out.append((alone, box))
     return out
 
 
