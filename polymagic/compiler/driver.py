@@ -362,7 +362,7 @@ def _describe_scop(scop: Scop) -> str:
 
 def _describe_deps(deps: Dependences) -> str:
     counts = ", ".join(f"{kind} {getattr(deps, kind).n_map()}"
-                       for kind in ("flow", "anti", "output", "input"))
+                       for kind in ("flow", "anti", "output"))       # (input: formed on demand)
     approx = f"; {len(deps.notes)} approximation(s)" if deps.notes else ""
     return f"relations: {counts}{approx}"
 
