@@ -41,10 +41,7 @@ def full_tile_schedule(schedule: isl.Schedule, mark: str, plan: KernelPlan
     bounds from parameters alone (gemm's full piece: 14 % fewer instructions in isl's
     AST generator than under the filter, the same code)."""
     tree, depth = kernel_schedule(schedule, mark, plan)
-    root = tree.get_root().child(0)           # the launch's filter (or a context above it)
-    filtered = root.insert_filter(plan.full_instances.align_params(
-        root.get_universe_domain().get_space())).get_schedule()
-    return tree, full_condition(schedule, filtered, mark), depth
+    return tree, full_condition(schedule, tree, mark, plan.full_instances), depth
 
 
 def launch_values(schedule: isl.Schedule, mark: str) -> isl.Set | None:
@@ -64,20 +61,22 @@ def launch_values(schedule: isl.Schedule, mark: str) -> isl.Set | None:
     return values.params()
 
 
-def full_condition(schedule: isl.Schedule, full: isl.Schedule, mark: str) -> isl.Set:
+def full_condition(schedule: isl.Schedule, tree: isl.Schedule, mark: str,
+                   full_instances: isl.UnionSet) -> isl.Set:
     """``F``: the parameters (sizes, block ids, ``pm_h<k>``) for which the launch's
-    block holds an instance of a full tile: the instances of the full tree
-    (:func:`full_tile_schedule`) under the kernel's block filter (the filter right
-    below its mark), projected onto the parameters.  The instances are read below
-    every context and filter node at the top of the full tree: both the full-tile
-    filter and the launch's (``pm_h<k>``) apply, so a block whose tile is full at
-    one launch only (a triangular domain: ``j <= i`` with ``i`` a host loop) runs the
-    generic piece at the others (fuzz program 13301000011: ``F`` without the launch
-    filter ran neither piece there)."""
-    node = full.get_root().child(0)
+    block holds an instance of a full tile: the instances of the kernel's tree at one
+    launch (``tree``, :func:`.per_kernel.kernel_schedule`) in ``full_instances`` and
+    under the kernel's block filter (the filter right below its mark), projected onto
+    the parameters.  The instances are read below every context and filter node at
+    the top of ``tree``, so the launch's filter (``pm_h<k>``) applies: a block whose
+    tile is full at one launch only (a triangular domain: ``j <= i`` with ``i`` a host
+    loop) runs the generic piece at the others (fuzz program 13301000011: ``F``
+    without the launch filter ran neither piece there)."""
+    node = tree.get_root().child(0)
     while node.get_type() in (isl.schedule_node_type.context, isl.schedule_node_type.filter):
         node = node.child(0)
     domain = node.get_domain()
+    domain = domain.intersect(full_instances.align_params(domain.get_space()))
     node = kernel_marks(schedule)[mark].child(0)
     if node.get_type() == isl.schedule_node_type.filter:
         domain = domain.intersect(node.filter_get_filter().align_params(domain.get_space()))
