@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/compile_time.py [--repeat 3] [--only NAME ...] [--wall]
     python benchmarks/compile_time.py --fuzz 200 [--fuzz-seed 1]
+    python benchmarks/compile_time.py --dir FOLDER   # the .c files of FOLDER
 
 (A before/after comparison runs the script of each checkout, e.g. a ``git worktree``
 of the older commit, in the same session.)
@@ -125,10 +126,14 @@ def compile_once(source: str) -> Timing:
                   CLOCK.parts(cpu.get("lowering", 0.0)))
 
 
-def kernel_files(only: list[str]) -> list[pathlib.Path]:
-    """The examples, then the extra benchmark kernels; restricted to ``only`` (stems)."""
-    files = sorted((ROOT / "examples").glob("*.c")) + \
-        sorted((ROOT / "benchmarks" / "kernels").glob("*.c"))
+def kernel_files(only: list[str], folder: str | None = None) -> list[pathlib.Path]:
+    """The examples, then the extra benchmark kernels (or the ``.c`` files of
+    ``folder``, an independent set); restricted to ``only`` (stems)."""
+    if folder:
+        files = sorted(pathlib.Path(folder).glob("*.c"))
+    else:
+        files = sorted((ROOT / "examples").glob("*.c")) + \
+            sorted((ROOT / "benchmarks" / "kernels").glob("*.c"))
     return [f for f in files if not only or f.stem in only]
 
 
@@ -179,6 +184,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="compiles per kernel (best kept)")
     ap.add_argument("--only", nargs="*", default=[], help="kernel file stems")
     ap.add_argument("--wall", action="store_true", help="print wall seconds too")
+    ap.add_argument("--dir", default=None, metavar="FOLDER",
+                    help="time the .c files of FOLDER instead (an independent set)")
     ap.add_argument("--fuzz", type=int, default=0, metavar="N",
                     help="time N generated fuzz programs instead (an independent set)")
     ap.add_argument("--fuzz-seed", type=int, default=1, help="the first program seed")
@@ -196,7 +203,7 @@ def main() -> int:
     print(head + (f"{'wall':>9s}" if args.wall else ""))
     totals: dict[str, float] = {}
     sums: dict[str, float] = {}
-    for path in kernel_files(args.only):
+    for path in kernel_files(args.only, args.dir):
         source = path.read_text()
         best = min((compile_once(source) for _ in range(args.repeat)),
                    key=Timing.total)

@@ -252,3 +252,24 @@ def has_parallelism(node: isl.ScheduleNode) -> bool:
         return True
     node.foreach_descendant_top_down(visit)
     return bool(found)
+
+
+def tree_params(schedule: isl.Schedule) -> set[str]:
+    """The parameters any node of ``schedule`` declares: its domain's and those its
+    filters, bands, extensions, guards and contexts introduce (isl's AST build must
+    know each of them; the domain alone need not)."""
+    spaces = [schedule.get_domain().get_space()]
+    getters = {isl.schedule_node_type.filter: "filter_get_filter",
+               isl.schedule_node_type.band: "band_get_partial_schedule",
+               isl.schedule_node_type.extension: "extension_get_extension",
+               isl.schedule_node_type.guard: "guard_get_guard",
+               isl.schedule_node_type.context: "context_get_context"}
+
+    def visit(n: isl.ScheduleNode) -> bool:
+        getter = getters.get(n.get_type())
+        if getter is not None:
+            spaces.append(getattr(n, getter)().get_space())
+        return True
+    schedule.get_root().foreach_descendant_top_down(visit)
+    return {s.get_dim_name(isl.dim_type.param, i) for s in spaces
+            for i in range(s.dim(isl.dim_type.param))}

@@ -12,6 +12,7 @@ Mapped ids appear in expressions as the variables of :data:`MAPPED_IDS`
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Union
 
@@ -27,6 +28,24 @@ MAPPED_IDS = {**{v: f"threadIdx.{a}" for a, v in THREAD_IDS.items()},
               **{v: f"blockIdx.{a}" for a, v in BLOCK_IDS.items()},
               **{v: f"blockDim.{a}" for a, v in BLOCK_DIMS.items()},
               **{v: f"gridDim.{a}" for a, v in GRID_DIMS.items()}}
+#: the block and thread ids as isl parameters of the mapped schedule, in order
+ISL_IDS = tuple(THREAD_IDS.values()) + tuple(BLOCK_IDS.values())
+_ID_WORD = re.compile(r"\bpm_[tb][xyz]\b")
+
+
+def ids_in(text: str) -> list[str]:
+    """The block/thread ids (:data:`ISL_IDS`) that isl text ``text`` mentions, in
+    order: the parameters to declare for it.  An id no constraint mentions is left
+    out of every space, so isl's operations and its AST generator never carry an
+    unused dimension (an unused ``pm_tz``/``pm_bz`` pair cost gemm's AST 20 %)."""
+    found = set(_ID_WORD.findall(text))
+    return [i for i in ISL_IDS if i in found]
+
+
+def isl_params(sizes: list[str], text: str) -> str:
+    """The parameter list to declare for isl text ``text``: the size parameters
+    ``sizes`` and the ids it mentions (:func:`ids_in`)."""
+    return ", ".join(list(sizes) + ids_in(text))
 
 
 #: The 16-byte copy statements' thread split (memory.plan): ``pm_qg<R>`` is the

@@ -36,7 +36,8 @@ from .subscripts import (CHUNK_DIM, access_affs, access_order, build_index, chun
                          rewrite_accesses, stmt_prefix)
 
 #: the block and thread ids, parameters of the mapped schedule (in the mapping's order)
-_MAPPED_IDS = list(kir.THREAD_IDS.values()) + list(kir.BLOCK_IDS.values())
+_MAPPED_IDS = list(kir.ISL_IDS)
+_THREAD_IDS = frozenset(kir.THREAD_IDS.values())
 
 
 @dataclass(frozen=True)
@@ -553,12 +554,15 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
     part of the one-tree AST depends on block/thread ids."""
     split = copy_split_params([b for _d, b in mapping.copies.values()],
                               [p.block for p in mapping.plans.values()])
-    ids_ctx = isl.Set(f"[{', '.join(_MAPPED_IDS + list(split))}] -> {{ : "
-                      + " and ".join(f"0 <= {v} < 1024" for v in kir.THREAD_IDS.values())
-                      + " and " + " and ".join(f"{v} >= 0" for v in kir.BLOCK_IDS.values())
-                      + "".join(f" and 0 <= {v} < {n}" for v, n in split.items())
-                      + " }")
     space = mapping.schedule.get_domain().get_space()
+    # the ids the mapped tree mentions (kir.ids_in, mapping.tree.with_id_params)
+    ids = [v for v in _MAPPED_IDS if space.find_dim_by_name(isl.dim_type.param, v) >= 0]
+    ids_ctx = isl.Set(f"[{', '.join(ids + list(split))}] -> {{ : "
+                      + " and ".join([f"0 <= {v} < 1024" for v in ids if v in _THREAD_IDS]
+                                     + [f"{v} >= 0" for v in ids if v not in _THREAD_IDS]
+                                     + [f"0 <= {v} < {n}" for v, n in split.items()]
+                                     or ["1 = 1"])
+                      + " }")
     context = scop.context.align_params(space).intersect_params(ids_ctx.align_params(space))
     build = _base_build(context)
     if settings.per_kernel or any(p.launch_domain is not None for p in mapping.plans.values()):

@@ -27,7 +27,7 @@ HOST_PARAM = "pm_h"
 #: kernel marks of the mapped tree are named ``pm_kernel0``, ``pm_kernel1``, ...
 MARK_PREFIX = "pm_kernel"
 #: every thread and block id parameter (``pm_tx`` ... ``pm_bz``) the mapped tree uses
-ALL_IDS = list(kir.THREAD_IDS.values()) + list(kir.BLOCK_IDS.values())
+ALL_IDS = list(kir.ISL_IDS)
 
 
 def kernel_mark(node: isl.ScheduleNode) -> str | None:

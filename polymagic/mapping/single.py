@@ -46,8 +46,8 @@ from .observer import NO_OBSERVER, BandEvent, MappingObserver
 from .result import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, MARK_PREFIX, KernelPlan,
                      MappedMember, MappingResult)
 from .time_kernels import TimeKernels
-from .tree import (guard_grafts, id_bounds, is_rectangular, loop_names, mapped_param_space,
-                   member_text, statement_names, val_list)
+from .tree import (guard_grafts, id_bounds, is_rectangular, loop_names, member_text,
+                   size_param_space, statement_names, val_list, with_id_params)
 
 
 class SingleMapper(TimeKernels):
@@ -418,9 +418,10 @@ def map_single(scop: Scop, sched: ScheduleResult, options: CompileOptions,
     kernel."""
     mapper = SingleMapper(scop, options, observer)
     mapper.private = sched.private_temps
-    root = sched.schedule.align_params(mapped_param_space(scop)).get_root()
+    root = sched.schedule.align_params(size_param_space(scop)).get_root()
     node = mapper.visit(root.child(0)) if root.n_children() else root
-    return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops,
+    return MappingResult(with_id_params(node.get_schedule(), scop), mapper.plans,
+                         mapper.host_loops,
                          mapper.namer.copies, mapper.local_copies,
                          constants=mapper.constants.decls(),
                          size_dependent=mapper.constants.size_dependent or mapper.sizes_read)

@@ -27,11 +27,12 @@ from ..schedule.superposition import Kernel, StepLoop, SuperPlan, ThreadGroup
 from ..scop import Scop
 from .observer import (NO_OBSERVER, GroupBuffersEvent, MappingObserver, SuperKernelEvent,
                        ThreadTilesEvent)
-from .result import (ALL_IDS, DEFAULT_BLOCKS, DEFAULT_SUB_TILE, MARK_PREFIX, KernelPlan,
+from .result import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, MARK_PREFIX, KernelPlan,
                      MappedMember, MappingResult, TreeReduction)
 from .super_local import SuperLocalisation
 from .super_memory import SuperMemory
-from .tree import guard_grafts, id_bounds, mapped_param_space, thread_dims, walk_items
+from .tree import (guard_grafts, id_bounds, size_param_space, thread_dims, walk_items,
+                   with_id_params)
 
 
 class SuperText:
@@ -147,7 +148,6 @@ class SuperMapper(SuperLocalisation):
         self.plans: dict[str, KernelPlan] = {}
         self.host_loops: list[str] = []
         self.namer = CopyNamer()
-        self.params = ", ".join(scop.size_params + ALL_IDS)
         self.block: tuple[int, int, int] = (1, 1, 1)
         self.memory: SuperMemory | None = None             # the kernel being built
         #: the step loops around the node being built, and the block loops of the kernel
@@ -211,7 +211,17 @@ class SuperMapper(SuperLocalisation):
                    for m in members]
         parts = ", ".join("{ " + "; ".join(f"{self._tuple(s)} -> [({e})]" for s, e in m.items())
                           + " }" for m in members)
-        return isl.MultiUnionPwAff(f"[{self.params}] -> [{parts}]")
+        return isl.MultiUnionPwAff(f"[{kir.isl_params(self.scop.size_params, parts)}] -> "
+                                   f"[{parts}]")
+
+    def _thread_axes(self) -> list[str]:
+        """The block's thread axes with more than one thread (``x`` always): a thread
+        id of a one-thread axis is 0 and stays out of the tree (:func:`kir.ids_in`)."""
+        return ["x"] + [a for a, b in zip("yz", self.block[1:]) if b > 1]
+
+    def _thread_bounds(self) -> list[str]:
+        return [f"0 <= {kir.THREAD_IDS[a]} < {self.block['xyz'.index(a)]}"
+                for a in self._thread_axes()]
 
     @staticmethod
     def _loop(loop: tuple[int, int]) -> str:
@@ -223,7 +233,8 @@ class SuperMapper(SuperLocalisation):
         for s in self._expand(stmts):
             c = " and ".join((conds or {}).get(s, [])) or "1 = 1"
             parts.append(f"{self._tuple(s)} : {c}")
-        return isl.UnionSet(f"[{self.params}] -> {{ {'; '.join(parts)} }}")
+        text = '; '.join(parts)
+        return isl.UnionSet(f"[{kir.isl_params(self.scop.size_params, text)}] -> {{ {text} }}")
 
     # -- tree construction -----------------------------------------------------------
 
@@ -450,10 +461,10 @@ class SuperMapper(SuperLocalisation):
             orig.append(m)
         node = atomic(node.insert_partial_schedule(self._mupa(orig)))
         bx = self.block[0]
-        conds = {s: [f"({self._loop(g.dims[0][s])} - {kir.THREAD_IDS['x']}) mod {bx} = 0",
-                     f"{kir.THREAD_IDS['y']} = 0", f"{kir.THREAD_IDS['z']} = 0"]
+        conds = {s: [f"({self._loop(g.dims[0][s])} - {kir.THREAD_IDS['x']}) mod {bx} = 0"]
+                 + [f"{kir.THREAD_IDS[a]} = 0" for a in self._thread_axes()[1:]]
                  for s in g.statements}
-        ctx = [f"0 <= {kir.THREAD_IDS[a]} < {b}" for a, b in zip("xyz", self.block)]
+        ctx = self._thread_bounds()
         return node.insert_filter(self._filter(g.statements, conds).intersect_params(
             id_bounds(ctx)))
 
@@ -488,15 +499,16 @@ class SuperMapper(SuperLocalisation):
             for s in g.statements:
                 conds[s].append(f"({self._loop(d[s])} - {kir.THREAD_IDS[ax]}) mod {b} = 0")
         for ax in axes[len(g.dims):]:
-            for s in g.statements:
-                conds[s].append(f"{kir.THREAD_IDS[ax]} = 0")
+            if ax in self._thread_axes():
+                for s in g.statements:
+                    conds[s].append(f"{kir.THREAD_IDS[ax]} = 0")
         if g.dims:
             members = [{s: self._loop(d[s]) for s in g.statements} for d in reversed(g.dims)]
             node = node.insert_partial_schedule(self._mupa(members))
             for j in range(len(g.dims)):
                 node = node.band_member_set_coincident(j, 1)
             node = atomic(node)
-        ctx = [f"0 <= {kir.THREAD_IDS[a]} < {b}" for a, b in zip("xyz", self.block)]
+        ctx = self._thread_bounds()
         if bufs:
             node = atomic(node.insert_partial_schedule(chunk))
             depth = node.get_tree_depth()
@@ -598,10 +610,11 @@ def map_superposition(scop: Scop, plan: SuperPlan, options: CompileOptions,
     """The superposed schedule tree of ``plan`` with one plan per kernel (seed 003
     §4.2-4.3)."""
     mapper = SuperMapper(scop, plan, options, observer)
-    dom = mapper.domain().align_params(mapped_param_space(scop))
+    dom = mapper.domain().align_params(size_param_space(scop))
     node = isl.Schedule.from_domain(dom).get_root().child(0)
     node = mapper.items(node, plan.items, False)
-    return MappingResult(node.get_schedule(), mapper.plans, mapper.host_loops,
+    return MappingResult(with_id_params(node.get_schedule(), scop), mapper.plans,
+                         mapper.host_loops,
                          mapper.namer.copies, mapper.local_copies,
                          constants=mapper.constants.decls(), reductions=mapper.grafted(),
                          size_dependent=mapper.constants.size_dependent)

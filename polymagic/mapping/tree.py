@@ -8,9 +8,10 @@ from typing import Iterator
 
 import islpy as isl
 
+from .. import kir
+from ..isl_util import tree_params
 from ..schedule.superposition import Kernel, StepLoop, ThreadGroup
 from ..scop import Scop
-from .result import ALL_IDS
 
 
 def member_text(mupa: isl.MultiUnionPwAff, i: int) -> str:
@@ -88,8 +89,20 @@ def single_piece(f: isl.PwAff) -> isl.PwAff:
 
 
 def id_bounds(constraints: list[str]) -> isl.Set:
-    """The block/thread-id parameters bounded by ``constraints`` (a context set)."""
-    return isl.Set(f"[{', '.join(ALL_IDS)}] -> {{ : {' and '.join(constraints) or '1 = 1'} }}")
+    """The block/thread-id parameters bounded by ``constraints`` (a context set), in
+    a space of the ids they mention only (:func:`kir.ids_in`)."""
+    text = ' and '.join(constraints) or '1 = 1'
+    return isl.Set(f"[{', '.join(kir.ids_in(text))}] -> {{ : {text} }}")
+
+
+def with_id_params(schedule: isl.Schedule, scop: Scop) -> isl.Schedule:
+    """The mapped ``schedule`` with every parameter its nodes introduce declared on
+    all of them, the sizes first, then the block/thread ids in :data:`kir.ISL_IDS`
+    order (isl's AST build must know each; the order fixes the order of terms in the
+    printed code)."""
+    named = tree_params(schedule)
+    names = scop.size_params + [i for i in kir.ISL_IDS if i in named]
+    return schedule.align_params(isl.Set(f"[{', '.join(names)}] -> {{ : }}").get_space())
 
 
 def val_list(vals) -> isl.ValList:
@@ -100,10 +113,10 @@ def val_list(vals) -> isl.ValList:
     return lst
 
 
-def mapped_param_space(scop: Scop) -> isl.Space:
-    """Parameter space of the size parameters plus every block/thread id."""
-    names = scop.size_params + ALL_IDS
-    return isl.Set(f"[{', '.join(names)}] -> {{ : }}").get_space()
+def size_param_space(scop: Scop) -> isl.Space:
+    """Parameter space of the size parameters, the mapped tree's to start with (a
+    block/thread id joins where a constraint mentions it: :func:`kir.ids_in`)."""
+    return isl.Set(f"[{', '.join(scop.size_params)}] -> {{ : }}").get_space()
 
 
 def walk_items(items) -> Iterator:

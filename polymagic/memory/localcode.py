@@ -175,11 +175,6 @@ def find_loop(node: isl.ScheduleNode, loop: str, member_text) -> tuple[isl.Sched
     return None
 
 
-def _params(scop: Scop) -> str:
-    return ", ".join(scop.size_params + list(kir.THREAD_IDS.values()) +
-                     list(kir.BLOCK_IDS.values()))
-
-
 def _graft(scop: Scop, stmt: str, rel: isl.Map, descending: bool) -> isl.ScheduleNode:
     """An extension subtree adding ``stmt[p, x]`` for every ``x`` in ``rel(p)``,
     scanned in ascending (or descending) lexicographic order of ``x``."""
@@ -193,7 +188,7 @@ def _graft(scop: Scop, stmt: str, rel: isl.Map, descending: bool) -> isl.Schedul
         sign = "-" if descending else ""
         members = ", ".join(f"{{ {stmt}[{p}] -> [({sign}a{i})] }}" for i in range(na))
         leaf = leaf.insert_partial_schedule(
-            isl.MultiUnionPwAff(f"[{_params(scop)}] -> [{members}]"))
+            isl.MultiUnionPwAff(f"[{kir.isl_params(scop.size_params, members)}] -> [{members}]"))
         for i in range(na):
             leaf = leaf.band_member_set_ast_loop_type(i, isl.ast_loop_type.separate)
     return leaf.root()

@@ -670,11 +670,6 @@ def _parsed_map(text: str) -> isl.Map:
     return isl.Map(text)
 
 
-def _params(scop: Scop) -> str:
-    return ", ".join(scop.size_params + list(kir.THREAD_IDS.values()) +
-                     list(kir.BLOCK_IDS.values()))
-
-
 def _prefix_dims(node: isl.ScheduleNode) -> int:
     return node.get_schedule_depth()
 
@@ -784,8 +779,8 @@ def _thread_filter(stmt: str, np_: int, na: int, block: tuple[int, int, int],
             conds.append(f"({d} - {kir.THREAD_IDS[a]}) mod {block['xyz'.index(a)]} = 0")
         for a in axes[len(dims):]:
             conds.append(f"{kir.THREAD_IDS[a]} = 0")
-    for a, b in zip("xyz", block):
-        conds.append(f"0 <= {kir.THREAD_IDS[a]} < {b}")
+    for a in axes:           # a one-thread axis' id is 0, left out (kir.ids_in)
+        conds.append(f"0 <= {kir.THREAD_IDS[a]} < {block['xyz'.index(a)]}")
     p = ", ".join([f"p{i}" for i in range(np_)] + dims)
     return f"{{ {stmt}[{p}] : {' and '.join(conds)} }}"
 
@@ -858,16 +853,18 @@ def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
     split variables as parameters, so that the AST build knows them)."""
     np_ = _prefix_dims(node)
     na = rel.dim(isl.dim_type.out)
-    params = _params(scop) + "".join(f", {v}" for v, _n in (split.params if split else ()))
-    filt = isl.UnionSet(f"[{params}] -> " + _thread_filter(stmt, np_, na, block, split))
+    p = ", ".join([f"p{i}" for i in range(np_)] + [f"a{i}" for i in range(na)])
+    scans = _scan_offsets(na, block, split) if na else []
+    members = ", ".join(f"{{ {stmt}[{p}] -> [{s}] }}" for s, _o in scans)
+    text = _thread_filter(stmt, np_, na, block, split)
+    params = kir.isl_params(scop.size_params, text + members) + \
+        "".join(f", {v}" for v, _n in (split.params if split else ()))
+    filt = isl.UnionSet(f"[{params}] -> " + text)
     ext = rel.domain_map().reverse().flatten_range().set_tuple_name(isl.dim_type.out, stmt)
     ext = ext.align_params(filt.get_space())
     graft = isl.ScheduleNode.from_extension(isl.UnionMap.from_map(ext))
-    p = ", ".join([f"p{i}" for i in range(np_)] + [f"a{i}" for i in range(na)])
     leaf = graft.child(0)
-    scans = _scan_offsets(na, block, split) if na else []
     if scans:
-        members = ", ".join(f"{{ {stmt}[{p}] -> [{s}] }}" for s, _o in scans)
         leaf = leaf.insert_partial_schedule(isl.MultiUnionPwAff(f"[{params}] -> [{members}]"))
         leaf = atomic(leaf)
     leaf = leaf.insert_filter(filt)
@@ -880,7 +877,7 @@ def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
 def _sync_graft(scop: Scop, node: isl.ScheduleNode, stmt: str) -> isl.ScheduleNode:
     np_ = _prefix_dims(node)
     p = ", ".join(f"p{i}" for i in range(np_))
-    ext = isl.UnionMap(f"[{_params(scop)}] -> {{ [{p}] -> {stmt}[{p}] }}")
+    ext = isl.UnionMap(f"[{', '.join(scop.size_params)}] -> {{ [{p}] -> {stmt}[{p}] }}")
     return isl.ScheduleNode.from_extension(ext)
 
 
