@@ -29,7 +29,8 @@ from .kernel_passes import (accessed_arrays, copy_split_values, mark_unroll, pla
 from .full_tile_pieces import full_tile_schedule, launch_values, merge_pieces
 from .per_kernel import (GROUP_PREFIX, boxed_launches, drop_fixed_host_loops, group_and_cut,
                          host_depends_on_ids, kernel_marks, kernel_schedule,
-                         mentions_mapped_ids, rename_vars)
+                         mentions_mapped_ids, rename_vars, thread_bounds,
+                         with_thread_contexts)
 from .reductions import TreeBuffer, share_partner_loads, tree_reduction
 from .subscripts import (CHUNK_DIM, access_affs, access_order, build_index, chunk_cond,
                          copy_local_index, drop_domain, guard_expr, iterator_map, prefix_expr,
@@ -408,7 +409,8 @@ class _Lowerer:
         context = self.context if known is None else \
             self.context.align_params(known.get_space()).intersect_params(known)
         build = self.build if known is None else _base_build(context)
-        inside = _base_build(context.intersect_params(full_set))
+        inside = _base_build(context.intersect_params(full_set).intersect_params(
+            thread_bounds(plan.block, context.get_space())))
         full = drop_fixed_host_loops(self.block(_generate(inside, tree, self)[1], True))
         cond = ast_expr_to_expr(build.expr_from_set(full_set))
         names = {f"{HOST_PARAM}{k}": Var(v) for k, v in enumerate(host)
@@ -439,7 +441,9 @@ class _Lowerer:
         self.block_dims = plan.block
         schedule, n = kernel_schedule(self.mapping.schedule, name, plan)
         assert n == depth, (n, depth)
-        ast = _generate(self.build, schedule, self)[1]
+        build = _base_build(self.context.intersect_params(
+            thread_bounds(plan.block, self.context.get_space())))
+        ast = _generate(build, schedule, self)[1]
         body = drop_fixed_host_loops(self.block(ast, True))
         if plan.full_instances is not None:
             body = self.with_full_tiles(name, plan, body,
@@ -570,7 +574,7 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
     else:
         low = _Lowerer(scop, mapping, settings)
         low.build = build
-        low, ast = _generate(build, mapping.schedule, low)
+        low, ast = _generate(build, with_thread_contexts(mapping.schedule, mapping.plans), low)
         if host_depends_on_ids(ast, list(kernel_marks(mapping.schedule))):
             low, ast = _generate_per_kernel(build, scop, mapping, settings)
     low.context = context              # (kernels are lowered while the host AST is)
