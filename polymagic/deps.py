@@ -38,6 +38,7 @@ from .isl_util import coalesce
 from .notes import Note
 from .options import DependenceOptions
 from .scop import Scop
+from .source_tree import source_tree
 
 
 @dataclass
@@ -120,13 +121,15 @@ def coalesce_within_hulls(um: isl.UnionMap) -> isl.UnionMap:
 
 
 def _flow(sink: isl.UnionMap, must: isl.UnionMap | None, may: isl.UnionMap | None,
-          schedule: isl.UnionMap) -> isl.UnionMap:
+          schedule: isl.UnionMap, tree: isl.Schedule | None) -> isl.UnionMap:
+    """isl's dataflow analysis in the original order: its tree (:func:`source_tree`,
+    twice as fast) or, where the front end's map has no tree form, the map."""
     info = isl.UnionAccessInfo.from_sink(sink)
     if must is not None:
         info = info.set_must_source(must)
     if may is not None:
         info = info.set_may_source(may)
-    info = info.set_schedule_map(schedule)
+    info = info.set_schedule(tree) if tree is not None else info.set_schedule_map(schedule)
     return coalesce_within_hulls(info.compute_flow().get_may_dependence())
 
 
@@ -171,6 +174,7 @@ def _compute(scop: Scop, options: DependenceOptions) -> Dependences:
     with OperationBudget(ctx, options.dependence_operations):
         before = sched.lex_lt_union_map(sched)
         anti = _memory_based(writes, reads, before)
+        tree = source_tree(sched)
 
     def input_of() -> isl.UnionMap:
         with OperationBudget(ctx, options.dependence_operations):
@@ -180,7 +184,7 @@ def _compute(scop: Scop, options: DependenceOptions) -> Dependences:
     def value_based(kind: str, sink: isl.UnionMap) -> isl.UnionMap:
         try:
             with OperationBudget(ctx, options.value_based_operations):
-                return _flow(sink, must, may, sched)
+                return _flow(sink, must, may, sched, tree)
         except isl.Error:
             notes.append(Note("deps", f"{kind} dependences: isl's dataflow analysis took "
                               f"more than {options.value_based_operations:,} operations; every "

@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("polymagic.isl_util", "polymagic.helper_process", "polymagic.scop", "polymagic.kir"),
     ("polymagic.options",),
     ("polymagic.frontend",),
-    ("polymagic.deps",),
+    ("polymagic.deps", "polymagic.source_tree"),
     ("polymagic.schedule", "polymagic.timeblock"),
     ("polymagic.memory",),
     ("polymagic.mapping",),

@@ -23,8 +23,8 @@ def test_memory_based_relations_equal_isl_dataflow(path):
     scop = parse(path.read_text(), "c")
     sched = scop.schedule.intersect_domain(scop.domain)
     got = deps.compute_dependences(scop)
-    assert got.anti.is_equal(deps._flow(scop.writes, None, scop.reads, sched))
-    assert got.input.is_equal(deps._flow(scop.reads, None, scop.reads, sched))
+    assert got.anti.is_equal(deps._flow(scop.writes, None, scop.reads, sched, None))
+    assert got.input.is_equal(deps._flow(scop.reads, None, scop.reads, sched, None))
     assert got.notes == []
 
 
