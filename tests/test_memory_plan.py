@@ -191,3 +191,33 @@ def test_copy_bands_scan_rounds_only_and_keep_their_loop_names():
     assert "__shared__" in compiled.cuda and "pm_scan" not in compiled.cuda
     r = run(compiled, opts)
     assert r.ok, r.message
+
+
+_PAIRWISE = """
+void pairwise(int n, int d, float D[n][n], float X[n][d])
+{
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) {
+      float acc = 0.0f;
+      for (int k = 0; k < d; k++)
+        acc += (X[i][k] - X[j][k]) * (X[i][k] - X[j][k]);
+      D[i][j] = acc;
+    }
+}
+"""
+
+
+def test_a_repeated_read_only_reference_shares_its_buffer():
+    """``X[i][k]`` and ``X[j][k]`` meet only on diagonal blocks, so the read-only
+    partition splits (memory.plan._bounded_alone); each is read twice, and the two
+    copies of one reference share a buffer: two buffers of X, not four, and every
+    X reference rewritten to one of them; the emulator agrees with the CPU."""
+    sizes = {"n": 37, "d": 21}
+    opts = Options(sizes=sizes, target="emulator")
+    c = compile_source(_PAIRWISE, opts)
+    bufs = [b for p in c.mapping.plans.values() if p.memory for b in p.memory.buffers
+            if b.array == "X"]
+    assert len(bufs) == 2
+    assert sorted(len(b.refs) for b in bufs) == [2, 2]
+    r = run(c, opts)
+    assert r.ok, r.message

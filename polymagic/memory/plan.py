@@ -111,9 +111,9 @@ def _candidates(scop: Scop, spaces: list[DataSpace], options: CompileOptions,
     """Partitions of the given data spaces (one level) with their boxes and decisions.
     With ``read_only`` (the kernel does not write the array), a partition whose box
     grows with the problem size while each of its data spaces' does not is split into
-    one partition per data space: copies of read-only data may overlap (syrk's
-    ``A[i][k]`` and ``A[j][k]`` meet only on the diagonal blocks, and their union's
-    box spans the distance between the block's i and j tiles)."""
+    partitions of bounded boxes (:func:`_bounded_alone`): copies of read-only data may
+    overlap (syrk's ``A[i][k]`` and ``A[j][k]`` meet only on the diagonal blocks, and
+    their union's box spans the distance between the block's i and j tiles)."""
     out = []
     sample = {p: 100 for p in scop.size_params}
     parts: list[tuple[Partition, Box]] = []        # each box computed once
@@ -135,15 +135,26 @@ def _candidates(scop: Scop, spaces: list[DataSpace], options: CompileOptions,
 
 
 def _bounded_alone(scop: Scop, part: Partition) -> list[tuple[Partition, Box]] | None:
-    """One partition per data space of ``part`` with its box, when every one of those
-    boxes is bounded (else None, at the first that is not)."""
-    out = []
+    """``part`` split into partitions with bounded boxes, when every data space's own
+    box is bounded (else None, at the first that is not): each data space joins the
+    first group whose box stays bounded with it, so a reference repeated in the code
+    (pairwise distances' ``X[i][k]``, read twice) or a neighbour (``X[i][k+1]``)
+    shares its buffer, and only references a problem size apart (``X[i][k]`` and
+    ``X[j][k]``) get buffers of their own."""
+    out: list[tuple[Partition, Box]] = []
     for d in part.spaces:
-        alone = Partition(part.array, [d])
-        box = bounding_box(alone.pieces(), scop.context)
-        if not box.bounded:
-            return None
-        out.append((alone, box))
+        for g, (grp, _box) in enumerate(out):
+            both = Partition(part.array, grp.spaces + [d])
+            box = bounding_box(both.pieces(), scop.context)
+            if box.bounded:
+                out[g] = (both, box)
+                break
+        else:
+            alone = Partition(part.array, [d])
+            box = bounding_box(alone.pieces(), scop.context)
+            if not box.bounded:
+                return None
+            out.append((alone, box))
     return out
 
 
