@@ -25,7 +25,7 @@ from ..schedule import ScheduleResult
 from ..scop import Scop
 from .observer import (NO_OBSERVER, BandEvent, GroupBuffersEvent, MappingObserver,
                        SuperKernelEvent, ThreadTilesEvent)
-from .result import (ALL_IDS, DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, HOST_PARAM,
+from .result import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, HOST_PARAM,
                      MARK_PREFIX, KernelPlan, MappedMember, MappingResult, TreeReduction,
                      kernel_mark)
 from .single import map_single
@@ -54,5 +54,5 @@ def map_schedule(scop: Scop, sched: ScheduleResult, options: CompileOptions,
 __all__ = ["map_schedule", "map_superposition", "map_single", "superposed", "default_block",
            "tied_axes", "MappingObserver", "NO_OBSERVER", "BandEvent", "SuperKernelEvent",
            "ThreadTilesEvent", "GroupBuffersEvent", "MappingResult", "KernelPlan",
-           "MappedMember", "TreeReduction", "kernel_mark", "ALL_IDS", "DEFAULT_BLOCKS",
+           "MappedMember", "TreeReduction", "kernel_mark", "DEFAULT_BLOCKS",
            "DEFAULT_SUB_TILE", "DEFAULT_TILES", "HOST_PARAM", "MARK_PREFIX"]

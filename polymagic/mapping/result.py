@@ -26,8 +26,6 @@ DEFAULT_SUB_TILE = 16
 HOST_PARAM = "pm_h"
 #: kernel marks of the mapped tree are named ``pm_kernel0``, ``pm_kernel1``, ...
 MARK_PREFIX = "pm_kernel"
-#: every thread and block id parameter (``pm_tx`` ... ``pm_bz``) the mapped tree uses
-ALL_IDS = list(kir.ISL_IDS)
 
 
 def kernel_mark(node: isl.ScheduleNode) -> str | None:
