@@ -42,6 +42,20 @@ def ids_in(text: str) -> list[str]:
     return [i for i in ISL_IDS if i in found]
 
 
+def thread_axes(block: tuple[int, int, int]) -> list[str]:
+    """The axes of ``block`` with more than one thread (``x`` when none has): those
+    whose thread ids isl's sets name; a one-thread axis' id is 0, left out
+    (:func:`ids_in`)."""
+    return [a for a, b in zip(AXES, block) if b > 1] or ["x"]
+
+
+def thread_bounds(block: tuple[int, int, int], axes: list[str] | None = None) -> list[str]:
+    """``0 <= threadIdx.a < block[a]`` as isl text for ``axes`` (default
+    :func:`thread_axes`): what every thread of a block of that shape knows."""
+    return [f"0 <= {THREAD_IDS[a]} < {block[AXES.index(a)]}"
+            for a in (thread_axes(block) if axes is None else axes)]
+
+
 def isl_params(sizes: list[str], text: str) -> str:
     """The parameter list to declare for isl text ``text``: the size parameters
     ``sizes`` and the ids it mentions (:func:`ids_in`)."""

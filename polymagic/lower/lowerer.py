@@ -36,8 +36,6 @@ from .subscripts import (CHUNK_DIM, access_affs, access_order, build_index, chun
                          copy_local_index, drop_domain, guard_expr, iterator_map, prefix_expr,
                          rewrite_accesses, stmt_prefix)
 
-#: the block and thread ids, parameters of the mapped schedule (in the mapping's order)
-_MAPPED_IDS = list(kir.ISL_IDS)
 _THREAD_IDS = frozenset(kir.THREAD_IDS.values())
 
 
@@ -560,7 +558,7 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
                               [p.block for p in mapping.plans.values()])
     space = mapping.schedule.get_domain().get_space()
     # the ids the mapped tree mentions (kir.ids_in, mapping.tree.with_id_params)
-    ids = [v for v in _MAPPED_IDS if space.find_dim_by_name(isl.dim_type.param, v) >= 0]
+    ids = [v for v in kir.ISL_IDS if space.find_dim_by_name(isl.dim_type.param, v) >= 0]
     ids_ctx = isl.Set(f"[{', '.join(ids + list(split))}] -> {{ : "
                       + " and ".join([f"0 <= {v} < 1024" for v in ids if v in _THREAD_IDS]
                                      + [f"{v} >= 0" for v in ids if v not in _THREAD_IDS]

@@ -209,11 +209,10 @@ def thread_bounds(block: tuple[int, int, int], params: isl.Space) -> isl.Set:
     """``0 <= threadIdx.a < block[a]`` for the thread ids among ``params``' parameters,
     as a parameter set: what every thread of a kernel launched with ``block`` knows
     (the build's context only bounds them by 1024)."""
-    named = [params.get_dim_name(isl.dim_type.param, i)
-             for i in range(params.dim(isl.dim_type.param))]
-    bounds = [(v, n) for v, n in zip(kir.THREAD_IDS.values(), block) if v in named]
-    return isl.Set(f"[{', '.join(v for v, _n in bounds)}] -> {{ : "
-                   + (" and ".join(f"0 <= {v} < {n}" for v, n in bounds) or "1 = 1") + " }")
+    axes = [a for a, v in kir.THREAD_IDS.items()
+            if params.find_dim_by_name(isl.dim_type.param, v) >= 0]
+    text = " and ".join(kir.thread_bounds(block, axes)) or "1 = 1"
+    return isl.Set(f"[{', '.join(kir.ids_in(text))}] -> {{ : {text} }}")
 
 
 def with_thread_contexts(schedule: isl.Schedule, plans: dict[str, KernelPlan]

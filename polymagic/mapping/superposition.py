@@ -214,15 +214,6 @@ class SuperMapper(SuperLocalisation):
         return isl.MultiUnionPwAff(f"[{kir.isl_params(self.scop.size_params, parts)}] -> "
                                    f"[{parts}]")
 
-    def _thread_axes(self) -> list[str]:
-        """The block's thread axes with more than one thread (``x`` always): a thread
-        id of a one-thread axis is 0 and stays out of the tree (:func:`kir.ids_in`)."""
-        return ["x"] + [a for a, b in zip("yz", self.block[1:]) if b > 1]
-
-    def _thread_bounds(self) -> list[str]:
-        return [f"0 <= {kir.THREAD_IDS[a]} < {self.block['xyz'.index(a)]}"
-                for a in self._thread_axes()]
-
     @staticmethod
     def _loop(loop: tuple[int, int]) -> str:
         return f"{'-' if loop[1] < 0 else ''}i{loop[0]}"
@@ -462,9 +453,10 @@ class SuperMapper(SuperLocalisation):
         node = atomic(node.insert_partial_schedule(self._mupa(orig)))
         bx = self.block[0]
         conds = {s: [f"({self._loop(g.dims[0][s])} - {kir.THREAD_IDS['x']}) mod {bx} = 0"]
-                 + [f"{kir.THREAD_IDS[a]} = 0" for a in self._thread_axes()[1:]]
+                 + [f"{kir.THREAD_IDS[a]} = 0" for a in kir.thread_axes(self.block)
+                    if a != "x"]
                  for s in g.statements}
-        ctx = self._thread_bounds()
+        ctx = kir.thread_bounds(self.block)
         return node.insert_filter(self._filter(g.statements, conds).intersect_params(
             id_bounds(ctx)))
 
@@ -499,7 +491,7 @@ class SuperMapper(SuperLocalisation):
             for s in g.statements:
                 conds[s].append(f"({self._loop(d[s])} - {kir.THREAD_IDS[ax]}) mod {b} = 0")
         for ax in axes[len(g.dims):]:
-            if ax in self._thread_axes():
+            if ax in kir.thread_axes(self.block):
                 for s in g.statements:
                     conds[s].append(f"{kir.THREAD_IDS[ax]} = 0")
         if g.dims:
@@ -508,7 +500,7 @@ class SuperMapper(SuperLocalisation):
             for j in range(len(g.dims)):
                 node = node.band_member_set_coincident(j, 1)
             node = atomic(node)
-        ctx = self._thread_bounds()
+        ctx = kir.thread_bounds(self.block)
         if bufs:
             node = atomic(node.insert_partial_schedule(chunk))
             depth = node.get_tree_depth()

@@ -771,7 +771,7 @@ def _thread_filter(stmt: str, np_: int, na: int, block: tuple[int, int, int],
     condition couples one dim with the thread ids only (isl's AST generation stays
     cheap)."""
     conds = []
-    axes = [a for a, b in zip("xyz", block) if b > 1] or ["x"]
+    axes = kir.thread_axes(block)
     dims = [f"a{i}" for i in range(na)]
     if split is not None:
         conds.append(f"({dims[-1]} - ({split.lane})) mod {split.r} = 0")
@@ -790,8 +790,7 @@ def _thread_filter(stmt: str, np_: int, na: int, block: tuple[int, int, int],
             conds.append(f"({d} - {kir.THREAD_IDS[a]}) mod {block['xyz'.index(a)]} = 0")
         for a in axes[len(dims):]:
             conds.append(f"{kir.THREAD_IDS[a]} = 0")
-    for a in axes:           # a one-thread axis' id is 0, left out (kir.ids_in)
-        conds.append(f"0 <= {kir.THREAD_IDS[a]} < {block['xyz'.index(a)]}")
+    conds += kir.thread_bounds(block, axes)
     p = ", ".join([f"p{i}" for i in range(np_)] + dims)
     return f"{{ {stmt}[{p}] : {' and '.join(conds)} }}"
 
@@ -822,7 +821,7 @@ def _scan_offsets(na: int, block: tuple[int, int, int], split: ChunkSplit | None
     dimension (issue 22: the copy statements' AST build 21 % faster without them,
     docs/evidence.md)."""
     dims = [f"(a{i})" for i in range(na)]
-    axes = [a for a, b in zip("xyz", block) if b > 1] or ["x"]
+    axes = kir.thread_axes(block)
     if split is not None:
         out = list(dims)
         out.insert(na - 1, f"(floor(a{na - 1} / {split.r}))")
