@@ -79,6 +79,7 @@ class _Lowerer:
         # buffer's lower bounds on a statement's instances by (buffer, statement)
         self.indices: dict[tuple, tuple[isl.AstBuild, tuple[Expr, ...] | None]] = {}
         self.prefixes: dict[tuple[str, str, bool], tuple[bool, list[isl.PwAff]]] = {}
+        self.memos: dict[int, tuple[isl.AstBuild, dict[str, Expr]]] = {}
         # the chunk guards of the 16-byte copy statements by statement name
         self.chunk_sets: dict[str, tuple[isl.Map, list[isl.Map]]] = {}
 
@@ -347,7 +348,8 @@ class _Lowerer:
                 affs = self.subscripts(stmt, k, buf,
                                        self.drop_domains and iters.n_piece() == 1)
                 if affs is not None:
-                    index = build_index(build, iters, affs, self.drop_domains)
+                    index = build_index(build, iters, affs, self.drop_domains,
+                                        self.subscript_memo(build))
                 self.indices[key] = (build, index)     # the build kept alive: its id stays its own
         name = buf.name if buf is not None else acc.array
 
@@ -360,6 +362,11 @@ class _Lowerer:
                  for lb in buf.lower]
             return Access(name, tuple(Binary("-", i, gi) for i, gi in zip(a.index, g)))
         return lowered
+
+    def subscript_memo(self, build: isl.AstBuild) -> dict[str, Expr]:
+        """The subscripts printed at the AST point ``build`` by their functions' text
+        (:func:`build_index`; the build kept alive: its id stays its own)."""
+        return self.memos.setdefault(id(build), (build, {}))[1]
 
     def subscripts(self, stmt, k: int, buf: BufferPlan | None, bare: bool = False
                    ) -> list[isl.PwAff] | None:
