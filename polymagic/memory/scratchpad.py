@@ -345,10 +345,16 @@ def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = N
         total = _volume(part.union(), sample)
     if not total:
         return False, "volume unknown"
+    # a repeated reference (a stencil's centre) overlaps as its first copy does:
+    # each distinct pair counted once, times the pairs of copies it stands for
+    distinct, copies = _distinct(rels)
     overlap = 0
-    for i, a in enumerate(rels):
-        for b in rels[i + 1:]:
-            overlap += _volume(a.intersect(b), sample, fixed=True) or 0
+    for i, a in enumerate(distinct):
+        if copies[i] > 1:
+            overlap += copies[i] * (copies[i] - 1) // 2 * (_volume(a, sample, fixed=True) or 0)
+        for j in range(i + 1, len(distinct)):
+            overlap += copies[i] * copies[j] * (
+                _volume(a.intersect(distinct[j]), sample, fixed=True) or 0)
     frac = overlap / total
     # in words (issue 20): the pairwise overlaps of the references' footprints as a
     # multiple of the elements the block reads, against --delta
@@ -358,6 +364,20 @@ def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = N
                       f"{delta:g})")
     return False, (f"too little reuse: its {len(part.spaces)} references overlap by "
                    f"{frac:.3g}× the elements read, at most --delta {delta:g}")
+
+
+def _distinct(rels: list[isl.Map]) -> tuple[list[isl.Map], list[int]]:
+    """The relations without repeats (plainly equal ones), and how often each came."""
+    distinct: list[isl.Map] = []
+    copies: list[int] = []
+    for r in rels:
+        k = next((k for k, u in enumerate(distinct) if r.plain_is_equal(u)), None)
+        if k is None:
+            distinct.append(r)
+            copies.append(1)
+        else:
+            copies[k] += 1
+    return distinct, copies
 
 
 def bounding_box(rel: isl.Map, context: isl.Set) -> Box:
