@@ -253,7 +253,8 @@ def partition(spaces: list[DataSpace]) -> list[Partition]:
             return i
         for i in range(len(group)):
             for j in range(i + 1, len(group)):
-                if not group[i].relation.intersect(group[j].relation).is_empty():
+                if find(i) != find(j) and \
+                        not group[i].relation.intersect(group[j].relation).is_empty():
                     parent[find(i)] = find(j)
         comps: dict[int, list[DataSpace]] = {}
         for i, d in enumerate(group):
