@@ -89,3 +89,37 @@ def test_changed_kernels_match_the_cpu_and_compile(name, sizes):
     ptx = compile_cuda(c.cuda, "sm_90").decode(errors="replace")
     for k in c.program.kernels:
         assert f".entry {k}" in ptx
+
+
+@pytest.mark.parametrize("name, prefix", [
+    ("benchmarks/kernels/heat-3d.c",      # A: seven neighbours; B: one write (R0)
+     "[tsteps, n] -> { S0[t, i, j, k] -> [t, floor(i/4), floor(j/8), floor(k/32)] }"),
+    ("examples/jacobi-2d.c",
+     "[tsteps, n] -> { S0[t, i, j] -> [t, floor(i/32), floor(j/32)];"
+     " S1[t, i, j] -> [t, floor(i/32), floor(j/32)] }"),
+    ("examples/gemm.c", "[N] -> { S0[i, j, k] -> [floor(i/32), floor(j/32)] }"),
+])
+def test_rule_r0_pair_by_pair_equals_the_union_of_all_pairs(name, prefix):
+    """Rule R0 tests the references pair by pair and stops at the first pair of a
+    block's instances sharing an element (issue 22: a twentieth of a heat-3d tile
+    change); its verdict is that of every pair at once, the union of the uses."""
+    import islpy as isl
+
+    from polymagic.frontend import parse
+    from polymagic.memory.scratchpad import data_spaces, partition
+    from polymagic.memory.staging import no_reuse
+    scop = parse((pathlib.Path(__file__).resolve().parent.parent / name).read_text())
+    pre = isl.UnionMap(prefix).intersect_domain(scop.domain)
+    verdicts = []
+    for part in partition(data_spaces(scop, pre)):
+        uses = None
+        for d in part.spaces:
+            rel = isl.UnionMap.from_map(scop.statement(d.stmt).accesses[d.ref].relation
+                                        .intersect_domain(pre.domain().extract_set(
+                                            scop.statement(d.stmt).domain.get_space())))
+            uses = rel if uses is None else uses.union(rel)
+        pairs = uses.apply_range(uses.reverse()).intersect(pre.apply_range(pre.reverse()))
+        once = pairs.subtract(pre.domain().identity()).intersect_params(scop.context).is_empty()
+        verdicts.append(no_reuse(scop, part, pre).rule)
+        assert verdicts[-1] == ("R0" if once else None), (part.array, len(part.spaces))
+    assert None in verdicts and ("R0" in verdicts) == ("heat-3d" in name)
