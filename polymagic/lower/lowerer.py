@@ -29,7 +29,7 @@ from .kernel_passes import (accessed_arrays, copy_split_values, mark_unroll, pla
 from .full_tile_pieces import full_tile_schedule, launch_values, merge_pieces
 from .per_kernel import (GROUP_PREFIX, boxed_launches, drop_fixed_host_loops, group_and_cut,
                          host_depends_on_ids, kernel_marks, kernel_schedule,
-                         mentions_mapped_ids, rename_vars, thread_bounds,
+                         mentions_mapped_ids, rename_vars, thread_bounds_set,
                          with_thread_contexts)
 from .reductions import TreeBuffer, share_partner_loads, tree_reduction
 from .subscripts import (CHUNK_DIM, access_affs, access_order, build_index, chunk_cond,
@@ -415,7 +415,7 @@ class _Lowerer:
             self.context.align_params(known.get_space()).intersect_params(known)
         build = self.build if known is None else _base_build(context)
         inside = _base_build(context.intersect_params(full_set).intersect_params(
-            thread_bounds(plan.block, context.get_space())))
+            thread_bounds_set(plan.block, context.get_space())))
         full = drop_fixed_host_loops(self.block(_generate(inside, tree, self)[1], True))
         cond = ast_expr_to_expr(build.expr_from_set(full_set))
         names = {f"{HOST_PARAM}{k}": Var(v) for k, v in enumerate(host)
@@ -447,7 +447,7 @@ class _Lowerer:
         schedule, n = kernel_schedule(self.mapping.schedule, name, plan)
         assert n == depth, (n, depth)
         build = _base_build(self.context.intersect_params(
-            thread_bounds(plan.block, self.context.get_space())))
+            thread_bounds_set(plan.block, self.context.get_space())))
         ast = _generate(build, schedule, self)[1]
         body = drop_fixed_host_loops(self.block(ast, True))
         if plan.full_instances is not None:

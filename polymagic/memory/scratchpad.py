@@ -348,7 +348,7 @@ def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = N
         return False, "volume unknown"
     # a repeated reference (a stencil's centre) overlaps as its first copy does:
     # each distinct pair counted once, times the pairs of copies it stands for
-    distinct, copies = _distinct(rels)
+    distinct, copies = distinct_relations(rels)
     overlap = 0
     for i, a in enumerate(distinct):
         if copies[i] > 1:
@@ -367,7 +367,7 @@ def reuse(part: Partition, delta: float = 0.3, sample: dict[str, int] | None = N
                    f"{frac:.3g}× the elements read, at most --delta {delta:g}")
 
 
-def _distinct(rels: list[isl.Map]) -> tuple[list[isl.Map], list[int]]:
+def distinct_relations(rels: list[isl.Map]) -> tuple[list[isl.Map], list[int]]:
     """The relations without repeats (plainly equal ones), and how often each came."""
     distinct: list[isl.Map] = []
     copies: list[int] = []

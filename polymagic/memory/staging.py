@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from ..scop import Scop
-from .scratchpad import Partition
+from .scratchpad import Partition, distinct_relations
 
 
 @dataclass(frozen=True)
@@ -146,14 +146,12 @@ def no_reuse(scop: Scop, part: Partition, prefix: isl.UnionMap) -> StagingVerdic
     first pair of instances found ending the search (a stencil's neighbours share
     elements: the union of every pair at once cost heat-3d a twentieth of a tile
     change, issue 22)."""
-    maps: list[isl.Map] = []
+    maps = []
     for d in part.spaces:
         stmt = scop.statement(d.stmt)
         dom = prefix.domain().extract_set(stmt.domain.get_space())
-        rel = stmt.accesses[d.ref].relation.intersect_domain(dom)
-        if not any(rel.plain_is_equal(u) for u in maps):
-            maps.append(rel)
-    uses = [isl.UnionMap.from_map(m) for m in maps]
+        maps.append(stmt.accesses[d.ref].relation.intersect_domain(dom))
+    uses = [isl.UnionMap.from_map(m) for m in distinct_relations(maps)[0]]
     if not uses:
         return StagingVerdict(None, "")
     same_block = prefix.apply_range(prefix.reverse())
