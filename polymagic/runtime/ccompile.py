@@ -21,6 +21,17 @@ import numpy as np
 from ..errors import CompileError, InputError
 
 
+#: floating-point flags of every C build (the CPU reference, the emulator, the OpenMP
+#: target): no contraction of ``a*b + c`` into a fused multiply-add.  GCC contracts
+#: by default in GNU C mode wherever the target has FMAs (``-march=native`` on x86,
+#: any aarch64 build), and a fused operation rounds once where the reference rounds
+#: twice: an ill-conditioned kernel (a Gram-Schmidt on more columns than rows, an LU
+#: solve) then differs from the reference far beyond the check's tolerance with
+#: nothing wrong in the code (issue 32).  With the same rounding rules everywhere, a
+#: target that keeps each element's order of operations matches bit for bit.
+FP_FLAGS = ("-ffp-contract=off",)
+
+
 def cache_dir(sub: str) -> Path:
     """``$POLYMAGIC_CACHE/<sub>`` or ``~/.cache/polymagic/<sub>`` (created)."""
     root = os.environ.get("POLYMAGIC_CACHE") or os.path.join(

@@ -60,7 +60,7 @@ compiler = ccompile.compiler
 
 def compile_flags(opt: str = "-O2") -> list[str]:
     """Flags of a reference build (``opt`` may hold several flags, e.g. "-O3 -march=native")."""
-    return ["-std=gnu11", *shlex.split(opt), "-shared", "-fPIC"]
+    return ["-std=gnu11", *shlex.split(opt), *ccompile.FP_FLAGS, "-shared", "-fPIC"]
 
 
 def reference_source(source: str, scop: Scop | None = None) -> str:

@@ -103,7 +103,8 @@ QUICK_BUILD_INSTANCES = 1_000_000
 
 
 def compile_flags(mode: str, extra: tuple[str, ...] = (), quick: bool = False) -> list[str]:
-    flags = ["-std=gnu11", "-O0" if quick else "-O1", "-g0", "-shared", "-fPIC"]
+    flags = ["-std=gnu11", "-O0" if quick else "-O1", "-g0", *ccompile.FP_FLAGS, "-shared",
+             "-fPIC"]
     if mode == "openmp":
         flags.append("-fopenmp")
     return flags + list(extra)

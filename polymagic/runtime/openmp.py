@@ -1,9 +1,10 @@
 """The CPU target at run time: compile the tiled OpenMP C (:mod:`polymagic.codegen.cpu_c`)
 and call it on the caller's arrays (issue 21).
 
-The translation unit is compiled with ``-O3 -march=native -fopenmp`` (no
-``-ffast-math``: floating-point results stay within the check's tolerances of the
-``-O2`` reference; ``-march=native`` may contract ``a*b + c`` into FMAs) into a
+The translation unit is compiled with ``-O3 -march=native -fopenmp`` and the
+reference's floating-point rules (no ``-ffast-math``, no contraction of ``a*b + c``
+into FMAs: :data:`~polymagic.runtime.ccompile.FP_FLAGS`, so rounding never passes
+for wrong code, issue 32) into a
 shared library cached on disk like the CPU reference's.  A compiler without OpenMP
 (Apple's clang without libomp) rejects ``-fopenmp``: the code is then compiled
 without it and runs on one core, the pragmas ignored; :attr:`OpenmpModule.threads`
@@ -30,7 +31,8 @@ from ..dtypes import DTYPES
 from ..scop import Scop
 
 #: optimisation flags of the CPU target (see the module docstring)
-FLAGS = ("-std=gnu11", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")
+FLAGS = ("-std=gnu11", "-O3", "-march=native", *ccompile.FP_FLAGS, "-fopenmp", "-shared",
+         "-fPIC")
 
 
 def source_with_guard(scop: Scop, code: CpuCode) -> str:

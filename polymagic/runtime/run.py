@@ -660,7 +660,8 @@ def run_cpu(compiled, arrays: dict[str, np.ndarray], ints: Mapping[str, int],
         if n in arrays:
             arrays[n][...] = bufs[n]
     return DeviceRun(seconds, 0.0, 0.0, 1, {}, f"{compiled.cpu.summary()}; "
-                     f"{mod.describe_threads()}, -O3 -march=native")
+                     f"{mod.describe_threads()}, -O3 -march=native, no FMA contraction "
+                     "(the reference's rounding)")
 
 
 def emulator_counters(r: EmuResult) -> dict:
