@@ -41,6 +41,7 @@ from ..notes import Note
 from ..schedule import ScheduleResult
 from ..scop import Scop, Statement
 from .c_like import FUNC_NAMES, PRELUDE_MACROS
+from .cpu_legality import MarkCheck, verify_marks
 from .cpu_tiles import PARALLEL_MARK, SIMD_MARK, BandPlan, CacheModel, tile_for_cpu
 
 
@@ -52,14 +53,31 @@ class CpuCode:
     bands: tuple[BandPlan, ...]        # per band: tiles, point order, parallel, simd loops
     tiled: bool                        # False: the fallback without tiles (AST budget)
     notes: tuple[Note, ...] = ()
+    #: the final legality check's verdict on every pragma (:mod:`.cpu_legality`)
+    checks: tuple[MarkCheck, ...] = ()
+    #: the source line of each statement (to say where a parallel loop is)
+    lines: tuple[tuple[str, int], ...] = ()
 
     def summary(self) -> str:
-        """One line for the report."""
-        par = [b.parallel for b in self.bands if b.parallel]
+        """One line for the report: each parallel loop named with the source lines of
+        the statements it runs (a band moved out of its nest, such as gramschmidt's
+        ``R[k][j] = 0`` run for every ``k`` before the main nest, is not mistaken for
+        the nest's loop of the same name)."""
+        par = [self._where(b) for b in self.bands if b.parallel]
         tiles = [b for b in self.bands if b.tiles]
-        return (f"OpenMP C: {len(par)} parallel loop(s) ({', '.join(par) or 'none'}), "
-                f"{len(tiles)} tiled band(s)"
+        dropped = sum(not c.legal for c in self.checks)
+        return (f"OpenMP C: {len(par) - dropped} parallel loop(s) ({', '.join(par) or 'none'}"
+                + (f"; {dropped} dropped by the legality check" if dropped else "")
+                + f"), {len(tiles)} tiled band(s)"
                 + ("" if self.tiled else " (untiled fallback)"))
+
+    def _where(self, band: BandPlan) -> str:
+        at = dict(self.lines)
+        lines = sorted({at[s] for s in band.statements if s in at})
+        if not lines:
+            return str(band.parallel)
+        span = str(lines[0]) if len(lines) == 1 else f"{lines[0]}-{lines[-1]}"
+        return f"{band.parallel} at line{'s' if len(lines) > 1 else ''} {span}"
 
     def describe(self) -> str:
         """The bands' decisions, one line each."""
@@ -119,19 +137,22 @@ def print_cpu(scop: Scop, deps: Dependences, sched: ScheduleResult,
     try:
         with OperationBudget(ctx, operations):
             tree, bands = tile_for_cpu(scop, sched.schedule, deps.validity, cache)
+            tree, checks, dropped = verify_marks(tree, deps.validity)
             ast = _ast(scop, tree)
     except isl.Error as e:
         tiled = False
         notes.append(Note("cpu", f"the tiled code's AST was too costly ({str(e)[:80]}): "
                           "untiled loops with their parallel loops marked", kind="fallback"))
         tree, bands = tile_for_cpu(scop, sched.schedule, deps.validity, cache, tile=False)
+        tree, checks, dropped = verify_marks(tree, deps.validity)
         ast = _ast(scop, tree)
     body = _pragmas(ast)
     name = f"pm_cpu_{scop.name}"
     source = (PRELUDE + "\n" + _macros(scop) + "\n" + _signature(scop, name) + " {\n"
               + DYNAMIC + _locals(scop) + _indent(body, 1) + _frees(scop) + RESTORE + "}\n")
-    notes += [Note("cpu", b.describe(), kind="decision") for b in bands]
-    return CpuCode(source, name, bands, tiled, tuple(notes))
+    notes += [Note("cpu", b.describe(), kind="decision") for b in bands] + list(dropped)
+    lines = tuple((s.name, s.line) for s in scop.statements)
+    return CpuCode(source, name, bands, tiled, tuple(notes), checks, lines)
 
 
 def _ast(scop: Scop, tree: isl.Schedule) -> str:

@@ -63,6 +63,7 @@ class BandPlan:
     parallel: str | None              # the loop under ``omp parallel for``, if any
     simd: str | None                  # the loop under ``omp simd``, if any
     working_set: int = 0              # model bytes of one tile's data
+    statements: tuple[str, ...] = ()  # the statements under the band
 
     def describe(self) -> str:
         tiles = (" x ".join(f"{n} {t}" for n, t in zip(self.loops, self.tiles))
@@ -423,7 +424,8 @@ class _Tiler:
             else:
                 node = cand
         node = self._up(node, depth)
-        self.plans.append(BandPlan(tuple(names), tuple(point_names), tiles, parallel, simd, ws))
+        self.plans.append(BandPlan(tuple(names), tuple(point_names), tiles, parallel, simd, ws,
+                                   tuple(sorted(members))))
         return node
 
     @staticmethod
@@ -469,11 +471,13 @@ def _untiled(tiler: _Tiler):
     def band(node: isl.ScheduleNode) -> isl.ScheduleNode | None:
         n = node.band_n_member()
         depth = node.get_tree_depth()
-        names = _names(_member_iterators(node, n), tiler.scop, n)
+        members = _member_iterators(node, n)
+        names = _names(members, tiler.scop, n)
         node, d = _mark_parallel(node, n, tiler.validity)
         node = _Tiler._up(node, depth)
         if d is None:
             return None
-        tiler.plans.append(BandPlan(tuple(names), tuple(names), (), names[d], None))
+        tiler.plans.append(BandPlan(tuple(names), tuple(names), (), names[d], None,
+                                    statements=tuple(sorted(members))))
         return node
     return band
