@@ -508,6 +508,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="refuse emulator runs of more statement instances (about a minute)")
     p.add_argument("--max-cpu-instances", type=float, default=2e10, metavar="2e10",
                    help="refuse CPU checks of more statement instances (about half a minute)")
+    p.add_argument("--cpu-cache", default="32KB,512KB", metavar="32KB,512KB",
+                   help="--target openmp: the L1 and L2 sizes its tile model fits tiles into")
     p.add_argument("--max-memory", metavar="16GB",
                    help="memory the arrays may take, three copies (default: half the free "
                         "memory)")
@@ -607,7 +609,18 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
                    autotune_budget=ns.autotune_budget,
                    block=block, mapping=ns.mapping, reductions=ns.reductions, check=ns.check, show=tuple(show), json=ns.json,
                    emu_order=ns.emu_order, quiet=ns.quiet,
-                   cpu_code=ns.target == "openmp" or "c" in show)
+                   cpu_code=ns.target == "openmp" or "c" in show,
+                   **_cpu_cache(ns.cpu_cache))
+
+
+def _cpu_cache(text: str) -> dict[str, int]:
+    """``--cpu-cache 32KB,512KB``: the CPU tile model's L1 and L2 (issue 21)."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise OptionsError(f"--cpu-cache takes two sizes, L1 and L2 (such as 32KB,512KB), "
+                           f"got {text!r}")
+    l1, l2 = (parse_bytes(t, "--cpu-cache", MAX_MEMORY) for t in parts)
+    return {"cpu_l1": l1, "cpu_l2": l2}
 
 
 def per_thread_tile(levels: tuple[tuple[int, ...], ...],

@@ -43,6 +43,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--force-superposition", action="store_true",
                    help="take the superposition wherever it maps, even without a coalescing "
                         "gain (the hidden compile option require_gain=False)")
+    p.add_argument("--target", choices=("mixed", "openmp"), default="mixed",
+                   help="mixed: the emulator mostly, OpenMP a quarter of the runs, every "
+                        "GPU option drawn; openmp: the OpenMP target only, with its own "
+                        "options (front end, --cpu-cache)")
     p.add_argument("--allow-known", action="store_true",
                    help="do not count failures of already-reported bugs (tests/fuzz/known.py)")
     return p.parse_args(argv)
@@ -90,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     log = lambda s: print(s, flush=True)
     if args.force_superposition:
         runner.POLICY["require_gain"] = False
+    if args.target == "openmp":
+        runner.ONLY_TARGET[:] = ["openmp"]
     own_cache = not os.environ.get("POLYMAGIC_CACHE")
     if own_cache:      # thousands of builds: keep them out of ~/.cache, remove afterwards
         os.environ["POLYMAGIC_CACHE"] = tempfile.mkdtemp(prefix="polymagic-fuzz-")

@@ -89,6 +89,9 @@ def _refusal(exc: BaseException, case: Case) -> bool:
 #: hidden compile options (policies, never on the command line) every case runs under:
 #: ``--force-superposition`` sets ``require_gain=False``; set before the workers fork
 POLICY: dict = {}
+#: ``--target openmp`` campaigns draw from :func:`space.draw_openmp` (set before the
+#: workers fork)
+ONLY_TARGET: list[str] = []
 
 
 def run_case(case: Case, compile_only: bool = False) -> Outcome:
@@ -292,10 +295,11 @@ def program_options(seed: int, mappings: int, runs: int) -> list[list[str]]:
     each with ``runs`` run-time draws (runs share one emulator build)."""
     rng = random.Random(f"polymagic-fuzz-options-{seed}")
     out = []
+    draw = space.draw_openmp if ONLY_TARGET == ["openmp"] else space.draw
     for _ in range(mappings):
-        code = space.draw(rng, code=True)
+        code = draw(rng, code=True)
         for _ in range(runs):
-            out.append(code + space.draw(rng, code=False))
+            out.append(code + draw(rng, code=False))
     return out
 
 

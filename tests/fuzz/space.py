@@ -137,6 +137,18 @@ def draw(rng: random.Random, code: bool) -> list[str]:
     return out
 
 
+def draw_openmp(rng: random.Random, code: bool) -> list[str]:
+    """An OpenMP campaign's arguments (``benchmarks/fuzz.py --target openmp``, issue
+    32): the CPU printer reads no GPU option, so the code-changing draws are the
+    front end and the tile model's cache sizes (tiny ones make many partial tiles),
+    the run-time draws the target and a seed for the inputs."""
+    if not code:
+        return ["--target", "openmp", "--seed", str(rng.randrange(1000))]
+    out = ["--python"] if rng.random() < 0.2 else []
+    cache = rng.choice((None, None, "1KB,4KB", "2KB,16KB", "4KB,64KB"))
+    return out + (["--cpu-cache", cache] if cache else [])
+
+
 def defaults() -> list[str]:
     """The simplest run options (what shrinking tries first)."""
     return ["--target", "emulator", "--emu-order", "forward"]
