@@ -145,11 +145,10 @@ def test_gramschmidt_more_columns_than_rows_matches_exactly():
 
 
 def test_ludcmp_matches_exactly():
-    n = 60
-    rng = np.random.default_rng(3)
-    a = rng.random((n, n)) + n * np.eye(n)
-    _, report = _openmp(LUDCMP, {"n": n}, {"A": a, "b": rng.random(n),
-                                           "x": np.zeros(n), "y": np.zeros(n)})
+    """The issue's false alarm: at n = 400 on random inputs, FMAs in the OpenMP C
+    alone moved x by 2e-5 (relative 3e-7, against rtol 1e-9)."""
+    n = 400
+    _, report = _openmp(LUDCMP, {"n": n})
     assert report.ok and report.max_abs_err == 0, report.message
 
 
