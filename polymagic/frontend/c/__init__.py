@@ -52,6 +52,7 @@ from .mayaccess import MayAccesses
 from .pointers import Pointers
 from .source import _blank_comments, parse, preprocess
 from .statements import Statements
+from .typedefs import resolve_typedefs
 from .values import Values
 from .views import local_pointers
 
@@ -84,7 +85,8 @@ def parse_c(source: str) -> Scop:
 
 def _build(source: str, pre) -> Scop:
     """The Scop of the preprocessed cell (see :func:`parse_c`)."""
-    ast = local_pointers(split_kernel(parse(pre.text, source), source, pre.constants), source)
+    ast = resolve_typedefs(parse(pre.text, source), source)
+    ast = local_pointers(split_kernel(ast, source, pre.constants), source)
     ast, splits = delinearise(ast, source, pre.constants,
                               lambda line, col: pre.user_column(line, col) or col)
     b = Builder(source, pre)

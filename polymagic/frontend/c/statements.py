@@ -89,8 +89,6 @@ class Statements(BuilderState):
             self.err("return is only allowed as the last statement of the function", n)
         if isinstance(n, c_ast.FuncCall):
             self.call_error(n)
-        if isinstance(n, c_ast.Typedef):
-            self.err("typedefs are not supported", n)
         self.err("this statement has no effect or is not supported: statements must "
                  "assign to an array element or a local scalar", n)
 
