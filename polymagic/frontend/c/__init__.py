@@ -50,7 +50,7 @@ from .inline import split_kernel
 from .limits import check_limits
 from .mayaccess import MayAccesses
 from .pointers import Pointers
-from .source import _blank_comments, parse, preprocess
+from .source import _blank_comments, clean_source, parse, preprocess
 from .statements import Statements
 from .typedefs import resolve_typedefs
 from .values import Values
@@ -68,7 +68,8 @@ def parse_c(source: str) -> Scop:
     Raises :class:`SourceError` for syntax errors and :class:`UnsupportedError` for
     C outside the affine subset, both located at the user's line and column.
     """
-    check_limits(_blank_comments(source.replace("\r\n", "\n")), source)
+    source = clean_source(source)          # the reference compiles this text too
+    check_limits(_blank_comments(source), source)
     pre = preprocess(source)
     check_limits(pre.text, source)          # what macros expanded to
     try:
