@@ -18,8 +18,8 @@ from ...errors import SourceError
 from ...isl_util import pw_aff_to_expr
 from ...scop import RETURN, Array, Param
 from .source import literal
-from .subset import (ARRAY_ELEM_TYPES, ELEM_TYPES, FLOAT_TYPES, INT_TYPES, RESERVED, call_args, call_name,
-                     is_struct, type_name)
+from .subset import (ARRAY_ELEM_TYPES, ELEM_TYPES, FLOAT_TYPES, INT_TYPES, RESERVED,
+                     call_args, call_name, is_struct, type_name)
 from .symbols import BuilderState, Sym, Temp
 
 
