@@ -29,7 +29,8 @@ Decisions other stages rely on
   (:mod:`.delinearise`); its ``Array.flat`` says the caller passes a flat buffer.
 
 The front end is split along the walk's seams: :mod:`.source` (text to AST,
-positions kept), :mod:`.inline` (the kernel and its inlined helpers), :mod:`.views`
+positions kept), :mod:`.typedefs` (the cell's typedefs replaced by their types),
+:mod:`.inline` (the kernel and its inlined helpers), :mod:`.views`
 (local pointers into arrays), :mod:`.delinearise` (flat subscripts split into
 dimensions), :mod:`.subset` (the accepted C by name), :mod:`.symbols` (names,
 scopes and the walk's state), :mod:`.declarations` (signature and locals),
