@@ -467,6 +467,10 @@ ERRORS = [
     ("void f(int n, const double A[n], double B[n]) {\n  for (int i = 0; i < n; i++)\n"
      "    A[i] = B[i];\n}", "const array", 3, 5),
     ("void f(double A[n], int n) {\n}", "earlier int parameter", 1, 17),
+    ("typedef struct { int a; } S;\nvoid f(int n) {\n}", "typedef of a struct type ('S')",
+     1, 27),
+    (H + "  for (int i = 0; i < n; i++)\n    A[i] = (B[i][0] = 2) * x;\n}",
+     "assignment inside an expression", 3, 13),
 ]
 
 

@@ -56,6 +56,27 @@ def test_python_errors_have_line_and_column(src, line, col, word):
     assert e.value.col is not None and f"line {e.value.line}, column {e.value.col}" in msg
 
 
+RET = "def f(N: int, A: 'double[N]'){ann}:" + BODY + "    return {value}\n"
+
+
+@pytest.mark.parametrize("ann,value,word", [
+    ("", "A", "returns the array A"),
+    (" -> 'double[N]'", "A", "returns the array A"),
+    (" -> float", "A[1:3]", "returns the array A"),
+    (" -> float", "2.0 * A", "returns the array A"),
+    (" -> float", "A[0], A[1]", "returns several values"),
+    (" -> 'double[N]'", "A[0]", "annotated -> double[N]"),
+])
+def test_returned_array_is_refused_at_its_return(ann, value, word):
+    """Only one scalar comes back: the error is at the return statement (line 4,
+    column 5), not at the signature's missing annotation."""
+    with pytest.raises(UnsupportedError) as e:
+        parse_python(RET.format(ann=ann, value=value))
+    msg = str(e.value)
+    assert word in msg and "only one scalar" in msg and "written in place" in msg, msg
+    assert (e.value.line, e.value.col) == (4, 5) and "line 4, column 5" in msg
+
+
 def _magic(cell: str, ns: dict):
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output

@@ -237,7 +237,6 @@ class _Translator:
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
             raise _Unsupported("only plain positional parameters without defaults are "
                                "supported", self.fn)
-        self.returns = self.return_type()
         for arg in a.args:
             self.check_name(arg.arg, arg)
             text = self.overrides.get(arg.arg) or _annotation_text(arg.annotation)
@@ -265,6 +264,7 @@ class _Translator:
                             self.params[n.id].kind != "size":
                         raise _Unsupported(f"the extents of {p.name} use {n.id}, which is "
                                            f"not an int parameter", self.fn)
+        self.returns = self.return_type()      # after the parameters: arrays are known
         sig = [f"int {h}" for h in self.hidden]
         sizes = [p for p in self.params.values() if p.kind == "size"]
         others = [p for p in self.params.values() if p.kind != "size"]
@@ -288,6 +288,7 @@ class _Translator:
                 raise _Unsupported(f"the function is annotated -> {text} but its last "
                                    "statement does not return a value", self.fn)
             return "void"
+        self.scalar_return(last)
         if isinstance(self.fn.returns, ast.Name) and self.fn.returns.id == "float":
             return "double"                # Python's float, as for parameters
         try:
@@ -300,6 +301,37 @@ class _Translator:
                                "\"float32\", \"float64\", \"int32\" or \"int64\")",
                                self.fn.returns or self.fn)
         return ctype
+
+    def scalar_return(self, ret: ast.Return) -> None:
+        """Refuse, at the ``return``, a function returning an array (a parameter, a
+        slice of one, several values), and an array annotation of the result: only
+        one scalar comes back; arrays are written in place."""
+        v = ret.value
+        array = self._array_value(v)
+        what = (f"the array {array}" if array is not None else
+                "several values" if isinstance(v, ast.Tuple) else None)
+        if what is None and "[" in (_annotation_text(self.fn.returns) or ""):
+            what = "an array (annotated -> " + _annotation_text(self.fn.returns) + ")"
+        if what is not None:
+            raise _Unsupported(f"{self.fn.name} returns {what}: only one scalar (float or "
+                               "int) can be returned; arrays are passed in and written in "
+                               "place, so drop the return and read the result from the "
+                               "caller's array", ret)
+
+    def _array_value(self, v: ast.AST) -> str | None:
+        """The array parameter whose whole or sliced value ``v`` is (``A``, ``A[1:3]``,
+        ``2 * A``), else None."""
+        if isinstance(v, ast.Name):
+            p = self.params.get(v.id)
+            return v.id if p is not None and p.kind == "array" else None
+        if isinstance(v, ast.Subscript) and any(isinstance(x, ast.Slice)
+                                                for x in ast.walk(v.slice)):
+            return self._array_value(v.value)
+        if isinstance(v, ast.BinOp):
+            return self._array_value(v.left) or self._array_value(v.right)
+        if isinstance(v, ast.UnaryOp):
+            return self._array_value(v.operand)
+        return None
 
     def c_extent(self, e: str) -> str:
         return self.expr(ast.parse(e, mode="eval").body)[0]

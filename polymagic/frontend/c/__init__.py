@@ -29,7 +29,8 @@ Decisions other stages rely on
   (:mod:`.delinearise`); its ``Array.flat`` says the caller passes a flat buffer.
 
 The front end is split along the walk's seams: :mod:`.source` (text to AST,
-positions kept), :mod:`.inline` (the kernel and its inlined helpers), :mod:`.views`
+positions kept), :mod:`.typedefs` (the cell's typedefs replaced by their types),
+:mod:`.inline` (the kernel and its inlined helpers), :mod:`.views`
 (local pointers into arrays), :mod:`.delinearise` (flat subscripts split into
 dimensions), :mod:`.subset` (the accepted C by name), :mod:`.symbols` (names,
 scopes and the walk's state), :mod:`.declarations` (signature and locals),
@@ -50,8 +51,9 @@ from .inline import split_kernel
 from .limits import check_limits
 from .mayaccess import MayAccesses
 from .pointers import Pointers
-from .source import _blank_comments, parse, preprocess
+from .source import _blank_comments, clean_source, parse, preprocess
 from .statements import Statements
+from .typedefs import resolve_typedefs
 from .values import Values
 from .views import local_pointers
 
@@ -67,7 +69,8 @@ def parse_c(source: str) -> Scop:
     Raises :class:`SourceError` for syntax errors and :class:`UnsupportedError` for
     C outside the affine subset, both located at the user's line and column.
     """
-    check_limits(_blank_comments(source.replace("\r\n", "\n")), source)
+    source = clean_source(source)          # the reference compiles this text too
+    check_limits(_blank_comments(source), source)
     pre = preprocess(source)
     check_limits(pre.text, source)          # what macros expanded to
     try:
@@ -84,7 +87,8 @@ def parse_c(source: str) -> Scop:
 
 def _build(source: str, pre) -> Scop:
     """The Scop of the preprocessed cell (see :func:`parse_c`)."""
-    ast = local_pointers(split_kernel(parse(pre.text, source), source, pre.constants), source)
+    ast = resolve_typedefs(parse(pre.text, source), source)
+    ast = local_pointers(split_kernel(ast, source, pre.constants), source)
     ast, splits = delinearise(ast, source, pre.constants,
                               lambda line, col: pre.user_column(line, col) or col)
     b = Builder(source, pre)

@@ -42,6 +42,8 @@ class Affine(BuilderState):
         if len(subs) != sym.rank:
             self.err(f"array '{base.name}' has {sym.rank} dimension(s) but is used with "
                      f"{len(subs)} subscript(s)", node)
+        for s in subs:
+            self.no_assignment(s)
         space = self.dom.get_space()
         ls = isl.LocalSpace.from_space(space)
         try:
@@ -59,6 +61,14 @@ class Affine(BuilderState):
         index = tuple(self.value(s) for s in subs)
         self.ref_may = False
         return E.Access(base.name, index), self.relation(pas, space, base.name)
+
+    def no_assignment(self, node: c_ast.Node) -> None:
+        """Refuse an assignment inside a subscript (``A[k = 2]``) by name."""
+        if isinstance(node, c_ast.Assignment):
+            self.err("assignment inside a subscript is not supported: assign the index "
+                     "in a statement of its own", node)
+        for _, child in node.children():
+            self.no_assignment(child)
 
     def relation(self, pas: list[isl.PwAff], space: isl.Space, array: str) -> isl.Map:
         """{ [iters] -> array[pas] } (the statement name is set later)."""

@@ -18,8 +18,8 @@ from ...errors import SourceError
 from ...isl_util import pw_aff_to_expr
 from ...scop import RETURN, Array, Param
 from .source import literal
-from .subset import (ELEM_TYPES, FLOAT_TYPES, INT_TYPES, RESERVED, call_args, call_name,
-                     is_struct, type_name)
+from .subset import (ARRAY_ELEM_TYPES, ELEM_TYPES, FLOAT_TYPES, INT_TYPES, RESERVED,
+                     call_args, call_name, is_struct, type_name)
 from .symbols import BuilderState, Sym, Temp
 
 
@@ -37,8 +37,6 @@ class Declarations(BuilderState):
             if isinstance(e, c_ast.FuncDef):
                 self.err("only one function per cell is supported (found a second one, "
                          f"'{e.decl.name}')", e)
-            if isinstance(e, c_ast.Typedef):
-                self.err("typedefs are not supported", e)
             if isinstance(e, c_ast.Decl) and isinstance(e.type, (c_ast.Struct, c_ast.Union)):
                 self.err("struct/union types are not supported", e)
             if isinstance(e, c_ast.Decl) and isinstance(e.type, c_ast.FuncDecl):
@@ -142,10 +140,10 @@ class Declarations(BuilderState):
             dims.append(self.extent(t.dim))
             t = t.type
         tn = type_name(t)
-        if tn not in ELEM_TYPES:
+        if tn not in ARRAY_ELEM_TYPES:
             self.err(f"array '{a.name}' has unsupported element type '{tn}' "
-                     "(use float, double or int)", a)
-        ctype = ELEM_TYPES[tn]
+                     "(use float, double, int, long or char)", a)
+        ctype = ARRAY_ELEM_TYPES[tn]
         self.params.append(Param(a.name, "array", ctype))
         self.arrays[a.name] = Array(a.name, ctype, tuple(dims), "param", a.coord.line)
         rank = self.flat_rank(a.name) if len(dims) == 1 else len(dims)   # delinearised

@@ -36,7 +36,7 @@ from ...errors import UnsupportedError
 from ...isl_util import pw_aff_to_expr
 from ...scop import Array, FlatLayout, InnerBound, Param
 from .delinearise import Split
-from .subset import ELEM_TYPES, type_name
+from .subset import ARRAY_ELEM_TYPES, type_name
 from .symbols import BuilderState, Sym
 
 
@@ -56,10 +56,10 @@ class Pointers(BuilderState):
                      f"is not supported: pass a flat buffer (double *{a.name}) or declare "
                      f"the array with its sizes (double {a.name}[n][m])", a)
         tn = type_name(inner)
-        ctype = ELEM_TYPES.get(tn or "")
+        ctype = ARRAY_ELEM_TYPES.get(tn or "")
         if ctype is None:
             self.err(f"pointer parameter '{a.name}' has unsupported element type '{tn}' "
-                     "(use float, double, int or long)", a)
+                     "(use float, double, int, long or char)", a)
         quals = set(a.quals or []) | set(inner.quals or [])
         self.params.append(Param(a.name, "array", ctype))
         self.arrays[a.name] = Array(a.name, ctype, (E.Int(1),), "param", a.coord.line,

@@ -26,6 +26,26 @@ from ... import expr as E
 from ...errors import SourceError
 from .subset import ELEM_TYPES, OTHER_TYPEDEFS, TYPEDEF_NAMES, type_name
 
+# ---- encoding noise ----------------------------------------------------------------
+
+#: invisible characters an editor or a web page leaves in pasted code: dropped
+_ZERO_WIDTH = dict.fromkeys(map(ord, "\ufeff\u200b\u200c\u200d\u2060"))
+#: spaces other than ASCII's (no-break, en, em, thin, ideographic...): a plain space
+_SPACES = {**dict.fromkeys(map(ord, "\u00a0\u1680\u202f\u205f\u3000"), " "),
+           **dict.fromkeys(range(0x2000, 0x200B), " ")}
+
+
+def clean_source(source: str) -> str:
+    """The cell without encoding noise, as the front end and the CPU reference read
+    it: a byte-order mark and zero-width characters dropped (the user does not see
+    them, so columns stay the user's), Unicode spaces as plain spaces, old Mac line
+    ends (a lone CR) as newlines, NULs at the end dropped.  Neither pycparser nor
+    the C compiler of the reference accepts these characters; inside a string
+    literal the replacement changes the text (no kernel statement reads one)."""
+    text = source.translate({**_ZERO_WIDTH, **_SPACES})
+    return text.replace("\r\n", "\n").replace("\r", "\n").rstrip("\x00")
+
+
 # ---- preprocessing ---------------------------------------------------------------
 
 @dataclass

@@ -8,6 +8,8 @@ read first and written last; ``A[i]++`` is ``A[i] += 1``.
 """
 from __future__ import annotations
 
+import copy
+
 import islpy as isl
 from pycparser import c_ast
 
@@ -89,8 +91,6 @@ class Statements(BuilderState):
             self.err("return is only allowed as the last statement of the function", n)
         if isinstance(n, c_ast.FuncCall):
             self.call_error(n)
-        if isinstance(n, c_ast.Typedef):
-            self.err("typedefs are not supported", n)
         self.err("this statement has no effect or is not supported: statements must "
                  "assign to an array element or a local scalar", n)
 
@@ -123,6 +123,8 @@ class Statements(BuilderState):
     def emit(self, n: c_ast.Node, lhs: c_ast.Node, op: str, rhs: c_ast.Node,
              decl: bool = False, at: c_ast.Node | None = None) -> None:
         """One Statement: domain, schedule position, body and accesses."""
+        if isinstance(rhs, c_ast.Assignment):
+            rhs = self.chained(lhs, rhs)
         name = f"S{len(self.statements)}"
         self.acc = []
         self.ref_may = False
@@ -153,6 +155,33 @@ class Statements(BuilderState):
             accs, n.coord.line, text, guard, atomic))
         self.sched.append(self.prefix + [self.pos[-1]])
         self.pos[-1] += 1
+
+    def chained(self, lhs: c_ast.Node, inner: c_ast.Assignment) -> c_ast.Node:
+        """``a = b = e`` (or ``a += b = e``...) in its sequential meaning: the inner
+        assignment is a statement of its own, emitted first, and the outer one reads
+        the inner target back -- its new value, converted to its type as C's value
+        of an assignment is.  Refused where the outer target's subscripts read the
+        inner target (C leaves that order unsequenced)."""
+        written = self.base_name(inner.lvalue)
+        if written is not None and isinstance(lhs, c_ast.ArrayRef) and any(
+                isinstance(x, c_ast.ID) and x.name == written
+                for x in _ids(lhs) if x is not self.base(lhs)):
+            self.err(f"the subscripts of this assignment read '{written}', which the "
+                     "chained assignment writes (unsequenced in C); write the two "
+                     "assignments as statements of their own", lhs)
+        self.assignment(inner)
+        return copy.deepcopy(inner.lvalue)
+
+    @staticmethod
+    def base(n: c_ast.Node) -> c_ast.Node:
+        """The array (or variable) an lvalue names."""
+        while isinstance(n, c_ast.ArrayRef):
+            n = n.name
+        return n
+
+    def base_name(self, n: c_ast.Node) -> str | None:
+        b = self.base(n)
+        return b.name if isinstance(b, c_ast.ID) else None
 
     def target(self, lhs: c_ast.Node) -> tuple[E.Access, isl.Map]:
         """The written element: an array element or a local scalar."""
@@ -203,3 +232,11 @@ class Statements(BuilderState):
             chars.append(" ")
             line, col = line + 1, 0
         return " ".join("".join(chars).split())
+
+
+def _ids(n: c_ast.Node) -> list[c_ast.ID]:
+    """Every identifier under ``n``."""
+    out = [n] if isinstance(n, c_ast.ID) else []
+    for _, child in n.children():
+        out += _ids(child)
+    return out

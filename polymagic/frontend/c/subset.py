@@ -49,6 +49,10 @@ OTHER_TYPEDEFS = {"int8_t": "signed char", "int16_t": "short", "uint8_t": "unsig
 FLOAT_TYPES = {"float": "float", "double": "double"}
 ELEM_TYPES = {**FLOAT_TYPES, "int": "int", "signed": "int", "signed int": "int",
               "long": "long", "long int": "long", "long long": "long", **TYPEDEF_NAMES}
+#: Element types of array (and pointer) parameters: the scalar types and ``char``
+#: (PolyBench's nussinov: ``typedef char base;``), an int8 array whose elements C
+#: promotes to int in every expression; ``unsigned char`` stays refused.
+ARRAY_ELEM_TYPES = {**ELEM_TYPES, "char": "char", "signed char": "char", "int8_t": "char"}
 RESERVED = set(MATH_FUNCS) | {"floord", "pm_mod", "threadIdx", "blockIdx", "blockDim",
                               "gridDim"}
 

@@ -50,7 +50,9 @@ class Values(BuilderState):
 
     def value_error(self, node: c_ast.Node) -> None:
         if isinstance(node, c_ast.Assignment):
-            self.err("assignment inside an expression is not supported", node)
+            self.err("assignment inside an expression is not supported (only a chain "
+                     "of assignments as a statement, a = b = e;): write it as a "
+                     "statement of its own", node)
         if isinstance(node, c_ast.ExprList):
             self.err("the comma operator is not supported", node)
         if isinstance(node, c_ast.StructRef):
