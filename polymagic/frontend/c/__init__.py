@@ -48,6 +48,7 @@ from .declarations import Declarations
 from .delinearise import delinearise
 from .inline import split_kernel
 from .limits import check_limits
+from .local_arrays import LocalArrays
 from .mayaccess import MayAccesses
 from .pointers import Pointers
 from .source import _blank_comments, parse, preprocess
@@ -56,7 +57,8 @@ from .values import Values
 from .views import local_pointers
 
 
-class Builder(Declarations, Pointers, Statements, ControlFlow, Affine, Values, MayAccesses):
+class Builder(Declarations, LocalArrays, Pointers, Statements, ControlFlow, Affine, Values,
+              MayAccesses):
     """Walks one function and accumulates the Scop's pieces (every rule is a
     method of one of the mixins; they share :class:`~.symbols.BuilderState`)."""
 
@@ -102,6 +104,7 @@ def _build(source: str, pre) -> Scop:
             b.err(why, b.names.declared.get(name))
     b.body(fd)
     b.pointer_extents()
+    b.check_local_reads()      # frontend/c/local_arrays.py
     return Scop(name=fd.decl.name, params=b.params, arrays=b.arrays, statements=b.statements,
                 schedule=b.schedule(), context=b.context, source=source,
                 constants=dict(pre.values), language="c",
