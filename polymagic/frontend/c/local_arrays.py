@@ -28,7 +28,7 @@ import islpy as isl
 from pycparser import c_ast
 
 from ... import expr as E
-from ...scop import Array
+from ...scop import Array, LocalArray
 from .subset import ELEM_TYPES, is_struct, type_name
 from .symbols import BuilderState, NonAffine, Sym
 
@@ -72,12 +72,15 @@ class LocalArrays(BuilderState):
         if d.init is not None:
             self.err(f"initialisers of local arrays are not supported ('{d.name}'): assign "
                      f"the elements in a loop, e.g. for (i = 0; i < N; i++) {d.name}[i] = 0;",
-                     d.init)
+                     d)
         temp = self.new_temp(d.name, ctype, d)
         loops = self.arrays[temp.array].shape
         self.arrays[temp.array] = Array(temp.array, ctype, tuple(loops) + tuple(dims), "temp",
-                                        d.coord.line)
-        self.declare(Sym("array", d.name, ctype, rank=len(dims), temp=temp), d)
+                                        d.coord.line, local=LocalArray(d.name, len(dims)))
+        sym = Sym("array", d.name, ctype, rank=len(dims), temp=temp)
+        self.declare(sym, d)
+        if temp.array != d.name:       # renamed (a clash): found by its temp's name too
+            self.scopes[-1][temp.array] = sym
 
     def local_array_ref(self, node: c_ast.ArrayRef, sym: Sym, subs: list[c_ast.Node]
                         ) -> tuple[E.Access, isl.Map]:
