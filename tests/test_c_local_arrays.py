@@ -83,6 +83,19 @@ SIZED = """void sized(int n, int m, double A[n][m], double B[n][m]) {
 }
 """
 
+#: declared in a triangular nest (copies indexed iterator - min), 2-d and int locals
+TRIANGLE = """void tri(int n, double A[n][n], double B[n][n]) {
+  for (int i = 1; i < n; i++)
+    for (int j = i; j < n; j++) {
+      double t[3][2];
+      int c[2];
+      for (int k = 0; k < 3; k++) { t[k][0] = A[i][j] * k; t[k][1] = A[j][i] + k; }
+      c[0] = i; c[1] = j;
+      B[i][j] = t[2][0] - t[1][1] + t[0][0] * c[0] + c[1];
+    }
+}
+"""
+
 #: PolyBench doitgen's sum[P] as a local declared at the top: written before read
 #: in every (r, q) iteration, so expand_scratch expands it along r and q
 DOITGEN = """#define P 12
@@ -104,6 +117,7 @@ void doitgen(int nr, int nq, int np, double A[nr][nq][np], double C4[np][np]) {
 CASES = {"durbin": (DURBIN, {"n": 20}, "z", (40,)),
          "in_loop": (IN_LOOP, {"n": 20, "m": 12}, "t", None),
          "sized": (SIZED, {"n": 9, "m": 7}, "T", None),
+         "triangle": (TRIANGLE, {"n": 13}, "t", None),
          "doitgen": (DOITGEN, {"nr": 5, "nq": 6, "np": 12}, "sum", (12,))}
 
 
