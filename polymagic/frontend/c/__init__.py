@@ -16,6 +16,10 @@ Decisions other stages rely on
   name is unique in the function (else ``name_1``, ``name_2``, ...).  Declared inside
   loops it has one element per iteration of the loops enclosing its declaration
   (index ``iterator - min``); declared outside all loops it is 0-d (shape ``()``).
+* An array declared in the body (``double t[N];``) is a temp array too: a copy per
+  iteration of the loops enclosing its declaration, then the declared shape
+  (``Array.local``); a read of an element no earlier write may have set is refused
+  (:mod:`.local_arrays`).
 * ``#define NAME value`` constants are substituted by value (``Int``/``Float`` as
   written); ``min``/``max`` are :class:`~polymagic.expr.Call` nodes whether they come
   from a macro ``#define min(a,b) ...`` or are used without one.
@@ -33,6 +37,7 @@ positions kept), :mod:`.inline` (the kernel and its inlined helpers), :mod:`.vie
 (local pointers into arrays), :mod:`.delinearise` (flat subscripts split into
 dimensions), :mod:`.subset` (the accepted C by name), :mod:`.symbols` (names,
 scopes and the walk's state), :mod:`.declarations` (signature and locals),
+:mod:`.local_arrays` (arrays declared in the body),
 :mod:`.statements` (dispatch and assignments), :mod:`.control` (loops, ifs and
 the schedule), :mod:`.affine` (isl expressions) and :mod:`.values` (right-hand
 sides); :class:`Builder` puts the rules together.

@@ -28,9 +28,13 @@ import islpy as isl
 from pycparser import c_ast
 
 from ... import expr as E
+from ...isl_util import OperationBudget
 from ...scop import Array, LocalArray
 from .subset import ELEM_TYPES, is_struct, type_name
 from .symbols import BuilderState, NonAffine, Sym
+
+#: isl operations the read-before-write check of one local array may take
+CHECK_OPERATIONS = 2_000_000
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,11 @@ class LocalArrays(BuilderState):
             return
         schedule = self.schedule()                  # frontend/c/control.py
         for name in dict.fromkeys(r.relation.get_tuple_name(isl.dim_type.out) for r in refs):
-            unwritten = self._unwritten(name, schedule)
+            try:
+                with OperationBudget(self.ctx, CHECK_OPERATIONS):
+                    unwritten = self._unwritten(name, schedule)
+            except isl.Error:         # a nest isl finds too hard: left unchecked
+                continue
             if unwritten.is_empty():
                 continue
             for r in refs:
