@@ -114,6 +114,16 @@ class FlatLayout:
     bounds: tuple[InnerBound, ...] = ()  # what makes the delinearisation exact
 
 
+@dataclass(frozen=True)
+class LocalArray:
+    """An array declared in the function body (``double t[N];``,
+    :mod:`polymagic.frontend.c.local_arrays`): its name as written and its declared
+    rank, the trailing dimensions of the temp (the leading ones are its copies per
+    iteration of the loops enclosing the declaration, or an expansion's)."""
+    name: str
+    rank: int
+
+
 @dataclass
 class Array:
     name: str
@@ -122,6 +132,7 @@ class Array:
     kind: str = "param"          # 'param' (function argument) or 'temp' (expanded scalar)
     line: int = 0                # where it was declared
     flat: FlatLayout | None = None   # a flat buffer behind the shape (pointer, delinearised)
+    local: LocalArray | None = None  # declared in the function body (a temp)
 
     @property
     def dtype(self) -> str:

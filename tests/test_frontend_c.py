@@ -445,7 +445,7 @@ ERRORS = [
      "iterator 'i' is modified", 4, 5),
     (H + "  x = 2.0;\n}", "assignment to function parameter 'x'", 2, 3),
     (H + "  n = 2;\n}", "assignment to function parameter 'n'", 2, 3),
-    (H + "  double tmp[10];\n}", "local arrays are not supported", 2, 10),
+    (H + "  double tmp[10] = {0};\n}", "initialisers of local arrays are not supported", 2, 10),
     ("struct S { int a; };\nvoid f(int n) {\n}", "struct", 1, 8),
     ("int *f(int n) {\n}", "return type", 1, 5),
     ("int f(int n) {\n}", "its last statement must be return", 1, 5),

@@ -235,7 +235,8 @@ def _expand(scop: Scop, name: str) -> tuple[Scop, Expansion] | None:
         body = E.Assign(rewrite(s.body.target, idx), s.body.op, rewrite(s.body.value, idx))
         statements.append(replace(s, body=body, accesses=acc))
     arrays = dict(scop.arrays)
-    arrays[xname] = Array(xname, arr.ctype, extents + tuple(arr.shape), "temp", arr.line)
+    arrays[xname] = Array(xname, arr.ctype, extents + tuple(arr.shape), "temp", arr.line,
+                          local=arr.local)
     schedule = scop.schedule
     copy_name = None
     if copy:

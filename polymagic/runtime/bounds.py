@@ -107,15 +107,15 @@ def _sizes_text(scop: Scop, env: Mapping[str, int]) -> str:
 
 def check_bounds(scop: Scop, sizes: Mapping[str, int]) -> None:
     """:class:`BoundsError` at the first reference of the user's code that leaves
-    its array at ``sizes`` (arrays that are parameters; expanded locals are sized
-    by their references)."""
+    its array at ``sizes`` (arrays that are parameters or declared in the function
+    body; expanded local scalars are sized by their references)."""
     env = {k: int(v) for k, v in sizes.items()}
     env.update({k: v for k, v in scop.constants.items() if isinstance(v, int)})
     ctx = isl.DEFAULT_CONTEXT
     for st in scop.statements:
         for acc in st.accesses:
             arr = scop.arrays.get(acc.array)
-            if arr is None or arr.kind != "param" or not arr.shape:
+            if arr is None or (arr.kind != "param" and arr.local is None) or not arr.shape:
                 continue
             try:
                 extents = [int(E.evaluate(e, env)) for e in arr.shape]
@@ -136,9 +136,22 @@ def check_bounds(scop: Scop, sizes: Mapping[str, int]) -> None:
             if found is None:
                 continue
             ref, nth, index = found
-            line, col = _column(scop, st, acc.array, nth)
-            raise BoundsError(_message(scop, st, arr, ref is st.body.target, ref, index, full,
-                                       extents), line, col, scop.source)
+            write = ref is st.body.target
+            arr, ref, index, extents = _as_declared(arr, ref, index, extents)
+            line, col = _column(scop, st, arr.name, nth)
+            raise BoundsError(_message(scop, st, arr, write, ref, index, full, extents),
+                              line, col, scop.source)
+
+
+def _as_declared(arr: Array, ref: E.Access, index: tuple[int, ...], extents: list[int]
+                 ) -> tuple[Array, E.Access, tuple[int, ...], list[int]]:
+    """A local array (declared in the function body) as the user declared it: its
+    name and its declared dimensions, without the copies per loop iteration."""
+    if arr.local is None:
+        return arr, ref, index, extents
+    k = len(arr.shape) - arr.local.rank
+    shown = Array(arr.local.name, arr.ctype, arr.shape[k:], arr.kind, arr.line)
+    return shown, E.Access(arr.local.name, ref.index[k:]), index[k:], extents[k:]
 
 
 def _fixed_map(m: isl.Map, sizes: Mapping[str, int]) -> isl.Map:

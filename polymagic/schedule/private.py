@@ -447,7 +447,9 @@ def register_private(scop: Scop, schedule: isl.Schedule, private: frozenset[str]
     schedule's order, must find for every read a last write of the same point that
     wrote the same element.  Gemm's ``acc`` (one element per point) passes; so does
     a scalar declared inside the ``k`` loop (``float p = A*B; acc += p;``: one
-    element per ``k`` at a point, each read right after its write)."""
+    element per ``k`` at a point, each read right after its write).  A local array
+    (``double t[2];`` in the loop body) qualifies only with one element per point:
+    the check above does not tell its elements apart within one statement."""
     out = set()
     full = schedule.get_map()
     for t in sorted(private):
@@ -457,6 +459,9 @@ def register_private(scop: Scop, schedule: isl.Schedule, private: frozenset[str]
             continue
         reads, writes = _reads_writes(scop, t)
         may = _reads_writes(scop, t, may=True)[1]
+        if scop.arrays[t].local is not None and not point.reverse().apply_range(
+                reads.union(writes).union(may)).is_single_valued():
+            continue       # a local array with several elements at a point: not one register
         info = isl.UnionAccessInfo.from_sink(point.intersect_domain(reads.domain()))
         info = info.set_must_source(point.intersect_domain(writes.domain()))
         if not may.is_empty():      # writes under data-dependent conditions

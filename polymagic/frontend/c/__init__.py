@@ -16,6 +16,10 @@ Decisions other stages rely on
   name is unique in the function (else ``name_1``, ``name_2``, ...).  Declared inside
   loops it has one element per iteration of the loops enclosing its declaration
   (index ``iterator - min``); declared outside all loops it is 0-d (shape ``()``).
+* An array declared in the body (``double t[N];``) is a temp array too: a copy per
+  iteration of the loops enclosing its declaration, then the declared shape
+  (``Array.local``); a read of an element no earlier write may have set is refused
+  (:mod:`.local_arrays`).
 * ``#define NAME value`` constants are substituted by value (``Int``/``Float`` as
   written); ``min``/``max`` are :class:`~polymagic.expr.Call` nodes whether they come
   from a macro ``#define min(a,b) ...`` or are used without one.
@@ -34,6 +38,7 @@ positions kept), :mod:`.typedefs` (the cell's typedefs replaced by their types),
 (local pointers into arrays), :mod:`.delinearise` (flat subscripts split into
 dimensions), :mod:`.subset` (the accepted C by name), :mod:`.symbols` (names,
 scopes and the walk's state), :mod:`.declarations` (signature and locals),
+:mod:`.local_arrays` (arrays declared in the body),
 :mod:`.statements` (dispatch and assignments), :mod:`.control` (loops, ifs and
 the schedule), :mod:`.affine` (isl expressions) and :mod:`.values` (right-hand
 sides); :class:`Builder` puts the rules together.
@@ -49,6 +54,7 @@ from .declarations import Declarations
 from .delinearise import delinearise
 from .inline import split_kernel
 from .limits import check_limits
+from .local_arrays import LocalArrays
 from .mayaccess import MayAccesses
 from .pointers import Pointers
 from .source import _blank_comments, clean_source, parse, preprocess
@@ -58,7 +64,8 @@ from .values import Values
 from .views import local_pointers
 
 
-class Builder(Declarations, Pointers, Statements, ControlFlow, Affine, Values, MayAccesses):
+class Builder(Declarations, LocalArrays, Pointers, Statements, ControlFlow, Affine, Values,
+              MayAccesses):
     """Walks one function and accumulates the Scop's pieces (every rule is a
     method of one of the mixins; they share :class:`~.symbols.BuilderState`)."""
 
@@ -106,6 +113,7 @@ def _build(source: str, pre) -> Scop:
             b.err(why, b.names.declared.get(name))
     b.body(fd)
     b.pointer_extents()
+    b.check_local_reads()      # frontend/c/local_arrays.py
     return Scop(name=fd.decl.name, params=b.params, arrays=b.arrays, statements=b.statements,
                 schedule=b.schedule(), context=b.context, source=source,
                 constants=dict(pre.values), language="c",

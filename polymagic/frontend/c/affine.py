@@ -39,6 +39,8 @@ class Affine(BuilderState):
             self.err(f"undeclared array '{base.name}'", base, SourceError)
         if sym.kind != "array":
             self.err(f"'{base.name}' is not an array and cannot be subscripted", base)
+        if sym.temp is not None:            # a local array (frontend/c/local_arrays.py)
+            return self.local_array_ref(node, sym, subs)
         if len(subs) != sym.rank:
             self.err(f"array '{base.name}' has {sym.rank} dimension(s) but is used with "
                      f"{len(subs)} subscript(s)", node)

@@ -184,8 +184,7 @@ class Declarations(BuilderState):
         self.node = d
         t = d.type
         if isinstance(t, c_ast.ArrayDecl):
-            self.err(f"local arrays are not supported ('{d.name}'): pass the array as a "
-                     "parameter", d)
+            return self.local_array(d)          # frontend/c/local_arrays.py
         if isinstance(t, c_ast.PtrDecl):
             self.err(f"pointers are not supported ('{d.name}')", d)
         if isinstance(t, c_ast.FuncDecl):

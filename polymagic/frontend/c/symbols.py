@@ -167,7 +167,7 @@ class BuilderState:
         if sym.name in self.constants:
             self.err(f"'{sym.name}' is a #define constant and cannot be declared", node)
         old = self.lookup(sym.name)
-        if old is not None and old.kind in ("size", "scalar", "array"):
+        if old is not None and old.kind in ("size", "scalar", "array") and old.temp is None:
             self.err(f"declaration of '{sym.name}' hides the function parameter of that name",
                      node)
         if old is not None and old.kind == "iter":
