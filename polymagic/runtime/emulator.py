@@ -224,6 +224,7 @@ class EmulatorModule:
         self.source = source
         self.path = path
         lib, _ = _load(path)
+        self._lib = lib
         fn = lib.pm_guarded_pm_entry
         # a private function object, so argtypes never clash between modules
         self._entry = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int),
@@ -323,7 +324,7 @@ class EmulatorModule:
             global _OMP_USED
             _OMP_USED = True
         fault = (ctypes.c_int * 2)()
-        with _LOCKS[str(self.path)]:
+        with _LOCKS[str(self.path)], guard.interruptible(self._lib, self._who()):
             t0 = time.perf_counter()
             rc = self._entry(fault, ptrs, iv, sv, ctypes.c_ulonglong(int(seed) & (2**64 - 1)),
                              ORDERS[order], cnt, base, tx, err, len(err))
