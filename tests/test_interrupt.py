@@ -21,14 +21,17 @@ import numpy as np
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
+from polymagic import cli
 from polymagic.compiler import compile_source
 from polymagic.errors import RunInterrupted
 from polymagic.options import Options
 from polymagic.runtime import run as rt
 from polymagic.runtime.emulator import build
-from polymagic.runtime.run import cpu_reference
+from polymagic.runtime.openmp import module as openmp_module
+from polymagic.runtime.run import cpu_reference, with_cpu_code
 
-GEMM = (pathlib.Path(__file__).resolve().parent.parent / "examples" / "gemm.c").read_text()
+GEMM_C = pathlib.Path(__file__).resolve().parent.parent / "examples" / "gemm.c"
+GEMM = GEMM_C.read_text()
 BOUND_S = 5.0          # signal to raise; the stop itself takes milliseconds
 
 
@@ -135,6 +138,29 @@ def test_cpu_reference_stops_at_once():
     want = ns["C"] + ns["A"] @ ns["B"]
     ref.run({"N": 40, "alpha": 1.0, **ns})
     np.testing.assert_allclose(ns["C"], want, rtol=1e-4)
+
+
+def test_openmp_target_finishes_then_stops():
+    """The OpenMP target cannot be left early (its worker threads): it runs to its
+    end, then the interrupt is raised; nothing breaks for the next run."""
+    compiled = with_cpu_code(compile_source(GEMM, Options(target="openmp")))
+    mod = openmp_module(compiled.scop, compiled.cpu)
+    with Interrupter(0.02, "openmp.run"):
+        with pytest.raises(RunInterrupted, match="the OpenMP target"):
+            mod.run({"N": 2000, "alpha": 1.0, **_arrays(2000)})
+    ns = _arrays(40, seed=6)
+    want = ns["C"] + ns["A"] @ ns["B"]
+    mod.run({"N": 40, "alpha": 1.0, **ns})
+    np.testing.assert_allclose(ns["C"], want, rtol=1e-4)
+
+
+def test_cli_says_what_it_stopped(capsys):
+    with Interrupter(0.3, "emulator.run_pointers"):
+        rc = cli.main(["run", str(GEMM_C), "--size", "N=640", "--target", "emulator"])
+    assert rc == 130
+    err = capsys.readouterr().err
+    assert "polymagic: interrupted: the emulator was stopped by an interrupt" in err
+    assert "Traceback" not in err
 
 
 def test_no_handler_is_left_behind():

@@ -12,7 +12,19 @@ hash of (compiler, flags, source) under ``$POLYMAGIC_CACHE`` or
 calls ``pm_entry`` through ctypes and returns an :class:`EmuResult`; a race, an
 out-of-bounds access or a divergent barrier raises :class:`EmulatorError` with the
 runtime's one-paragraph message.  Arrays are modified in place (callers pass
-copies).  Why an emulator at all: CI has no GPU, so the adversarial emulator
+copies).
+
+Interrupts: a SIGINT during a run on the main thread (a notebook's stop button,
+Ctrl-C) ends it within milliseconds in both modes: the fault guard's SIGINT handler
+sets a flag that the runtime polls before every block, every thread's turn in a
+barrier phase and every checked global access (``PM_POLL`` in ``emu_support.h``;
+in 'openmp' mode every thread skips its remaining blocks), the run's state is freed
+as after an error, and :class:`~polymagic.errors.RunInterrupted` (a
+KeyboardInterrupt: IPython shows its one line) is raised; the next run works as
+usual.  The arrays the run wrote are copies the caller drops
+(:func:`polymagic.runtime.run.execute` writes back only after a checked run), so the
+user's arrays are untouched.  See :mod:`polymagic.runtime.guard` for the CPU
+reference (stopped at once) and the OpenMP target (runs to its end, then raises).  Why an emulator at all: CI has no GPU, so the adversarial emulator
 (blocks and threads in forward, reverse or shuffled order, shadow-memory race
 detection, see ``emu_support.h``) is the evidence that generated kernels are right.
 """
