@@ -22,6 +22,8 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from polymagic import cli
+from polymagic.helper_process import run_bounded
+from polymagic.isl_util import in_child
 from polymagic.compiler import compile_source
 from polymagic.errors import RunInterrupted
 from polymagic.options import Options
@@ -197,3 +199,38 @@ def test_notebook_stop_shows_one_line(capsys):
     finally:
         for name in ("A", "B", "C", "alpha", "gemm"):
             shell.user_ns.pop(name, None)
+
+
+# ---- the isl helper process and in_child's children -----------------------------
+# Jupyter's stop button signals the kernel's whole process group, forked helpers too.
+
+def own_pid() -> int:
+    return os.getpid()
+
+
+def late_echo(seconds: float, value: str) -> str:
+    time.sleep(seconds)
+    return value
+
+
+def test_helper_ignores_the_process_groups_sigint():
+    """Before: the helper raised KeyboardInterrupt in its copy of the owner's stack
+    and, in a notebook, went on as a second kernel on the same sockets."""
+    pid = run_bounded(own_pid, (), 30)
+    os.kill(pid, signal.SIGINT)
+    time.sleep(0.2)
+    assert run_bounded(own_pid, (), 30) == pid
+
+
+def test_interrupted_helper_call_leaves_no_stale_reply():
+    with Interrupter(0.3, "helper_process.run_bounded"):
+        with pytest.raises(KeyboardInterrupt):
+            run_bounded(late_echo, (1.5, "the interrupted call's"), 30)
+    assert run_bounded(late_echo, (0.0, "this call's"), 30) == "this call's"
+
+
+def test_interrupted_in_child_ends_its_child():
+    with Interrupter(0.3, "isl_util.in_child") as stop:
+        with pytest.raises(KeyboardInterrupt):
+            in_child(lambda: late_echo(30.0, "never"), 60)
+        assert stop.latency() < BOUND_S

@@ -33,9 +33,11 @@
  *    the thread first switches back to the scheduler's stack).
  *  - Interrupts: pm_guard_stop is set by the fault guard's SIGINT handler
  *    (polymagic/runtime/guard.py) while a call runs; PM_POLL() checks it before
- *    every block, every thread's turn in a phase and every checked global access,
- *    and ends the run like an error (pm_entry returns 2): a notebook's stop button
- *    takes effect within a block's thread turn, on every OpenMP thread.
+ *    every launch, block and thread's turn in a phase, and (emulate mode) every
+ *    checked global access, and ends the run like an error (pm_entry returns 2):
+ *    a notebook's stop button takes effect within milliseconds, on every OpenMP
+ *    thread (openmp mode: within one thread turn, which in a kernel that runs a
+ *    whole loop nest in one thread is the whole run).
  *
  * PM_MODE_OPENMP selects the fast CPU target instead: blocks of a launch spread
  * over cores with "#pragma omp parallel for", scheduler state and shared buffers

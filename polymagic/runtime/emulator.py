@@ -15,10 +15,12 @@ runtime's one-paragraph message.  Arrays are modified in place (callers pass
 copies).
 
 Interrupts: a SIGINT during a run on the main thread (a notebook's stop button,
-Ctrl-C) ends it within milliseconds in both modes: the fault guard's SIGINT handler
-sets a flag that the runtime polls before every block, every thread's turn in a
-barrier phase and every checked global access (``PM_POLL`` in ``emu_support.h``;
-in 'openmp' mode every thread skips its remaining blocks), the run's state is freed
+Ctrl-C) ends it within milliseconds: the fault guard's SIGINT handler sets a flag
+that the runtime polls before every launch, block and thread's turn in a barrier
+phase and, in 'emulate' mode, every checked global access (``PM_POLL`` in
+``emu_support.h``; in 'openmp' mode every thread skips its remaining blocks, and a
+thread's turn, unchecked, ends first: long only in a kernel that runs a whole loop
+nest in one thread), the run's state is freed
 as after an error, and :class:`~polymagic.errors.RunInterrupted` (a
 KeyboardInterrupt: IPython shows its one line) is raised; the next run works as
 usual.  The arrays the run wrote are copies the caller drops

@@ -27,9 +27,9 @@ to) the library's own SIGINT handler replaces Python's and sets a flag; Python's
 is put back after the call, which then raises :class:`~polymagic.errors.RunInterrupted`
 (a KeyboardInterrupt) in place of Python's handler.  What stops how soon:
 
-- the emulator (both modes) polls the flag per block, per thread's turn and per
-  checked access (``emu_support.h``): it stops within milliseconds, on every OpenMP
-  thread, its run state freed;
+- the emulator polls the flag per launch, block and thread's turn and ('emulate'
+  mode) per checked access (``emu_support.h``): it stops within milliseconds, on
+  every OpenMP thread, its run state freed;
 - the CPU reference (the user's code as written, which cannot poll) is left by a
   ``siglongjmp`` from the handler, as after a fault: immediate;
 - the OpenMP target is neither (a jump out of a parallel region would strand its
