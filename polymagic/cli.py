@@ -142,8 +142,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cmd_run(source, options, lang)
     except PolymagicError as e:
         return _fail(e, as_json)
-    except KeyboardInterrupt:
-        print("polymagic: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:       # Ctrl-C; RunInterrupted says what it stopped
+        print(f"polymagic: interrupted{': ' + str(e) if str(e) else ''}", file=sys.stderr)
         return 130
 
 

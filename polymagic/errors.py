@@ -78,3 +78,13 @@ class UserCodeError(PolymagicError):
 
 class DeviceError(PolymagicError):
     """No usable GPU / CuPy when the GPU target was asked for explicitly."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """A SIGINT (a notebook's stop button, Ctrl-C) ended a run of compiled code (the
+    emulator, the CPU reference, the OpenMP target): nothing was written back.  A
+    KeyboardInterrupt, so that it stops what the user asked to stop (no ``except
+    Exception`` swallows it); IPython shows its one line, not a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"KeyboardInterrupt: {self}"]

@@ -65,6 +65,9 @@ def run_bounded(fn: Callable[..., Any], args: tuple, seconds: float) -> Any:
             reply = _receive(helper.replies, time.monotonic() + seconds * WALL_FACTOR + 1.0)
         except OSError:
             reply = None
+        except BaseException:        # a KeyboardInterrupt: its reply must not answer the next call
+            _stop()
+            raise
         if reply is None:            # it ended (its timer), or blocked past the wall limit
             status = _stop()
             if os.WIFSIGNALED(status) and \
@@ -150,7 +153,14 @@ def _become_helper(requests: int, replies: int) -> None:
     :func:`~polymagic.isl_util.in_child` does (no helper of its own)."""
     global _helper
     _helper = _Helper(-1, -1, -1, -1)
-    _serve(requests, replies)
+    # a notebook's stop button signals the kernel's whole process group: the owner
+    # handles it; anything escaping here would unwind into the copy of the owner's
+    # stack (in a notebook: a second kernel on the same sockets)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        _serve(requests, replies)
+    finally:
+        os._exit(0)
 
 
 def _serve(requests: int, replies: int) -> None:

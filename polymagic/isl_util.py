@@ -175,22 +175,11 @@ def in_child(fn: Callable[[], _T], seconds: float) -> _T:
         os.close(w)
         return fn()
     if pid == 0:                             # the child: compute, send, leave at once
-        os.close(r)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)           # the stop button is the parent's
         try:
-            signal.signal(signal.SIGPROF, signal.SIG_DFL)      # the timer ends the child
-            signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-6))    # 0 would disarm it
-            value = fn()
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            used = resource.getrusage(resource.RUSAGE_SELF)     # this child's own, exact
-            late = used.ru_utime + used.ru_stime > seconds       # (the timer ticks coarser)
-            data = pickle.dumps(("late", None) if late else ("ok", value))
-        except BaseException as e:           # noqa: BLE001 - reported to the parent
-            signal.setitimer(signal.ITIMER_PROF, 0)
-            data = pickle.dumps(("error", f"{type(e).__name__}: {e}"))
-        view = memoryview(data)
-        while view:
-            view = view[os.write(w, view):]
-        os._exit(0)
+            _child(fn, seconds, r, w)
+        finally:                             # never unwind into the parent's stack copy
+            os._exit(0)
     os.close(w)
     chunks, deadline = [], time.monotonic() + seconds * WALL_FACTOR + 1.0
     try:
@@ -203,6 +192,9 @@ def in_child(fn: Callable[[], _T], seconds: float) -> _T:
             if not chunk:
                 break
             chunks.append(chunk)
+    except KeyboardInterrupt:                # stopped: the child's result is not wanted
+        os.kill(pid, signal.SIGKILL)
+        raise
     finally:
         os.close(r)
         status = os.waitpid(pid, 0)[1]
@@ -216,6 +208,25 @@ def in_child(fn: Callable[[], _T], seconds: float) -> _T:
     if kind == "error":
         raise isl.Error(value)
     return value
+
+
+def _child(fn: Callable[[], _T], seconds: float, r: int, w: int) -> None:
+    """:func:`in_child`'s child: compute ``fn()`` under the CPU timer, send the result."""
+    os.close(r)
+    try:
+        signal.signal(signal.SIGPROF, signal.SIG_DFL)      # the timer ends the child
+        signal.setitimer(signal.ITIMER_PROF, max(seconds, 1e-6))    # 0 would disarm it
+        value = fn()
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        used = resource.getrusage(resource.RUSAGE_SELF)     # this child's own, exact
+        late = used.ru_utime + used.ru_stime > seconds       # (the timer ticks coarser)
+        data = pickle.dumps(("late", None) if late else ("ok", value))
+    except BaseException as e:           # noqa: BLE001 - reported to the parent
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        data = pickle.dumps(("error", f"{type(e).__name__}: {e}"))
+    view = memoryview(data)
+    while view:
+        view = view[os.write(w, view):]
 
 
 def coalesce(x):

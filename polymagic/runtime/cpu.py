@@ -143,7 +143,7 @@ class CpuReference:
         self.opt = opt
         self.source = reference_source(scop.source, scop)
         self.path = build_library(self.source, opt)
-        lib = load_library(self.path)
+        lib = self._lib = load_library(self.path)
         try:
             fn = getattr(lib, f"pm_guarded_{scop.name}")
         except AttributeError:
@@ -170,9 +170,11 @@ class CpuReference:
 
     def run(self, args: Mapping[str, object]) -> float:
         """Call the function (arrays modified in place); returns the call's seconds.
-        UserCodeError when the user's code faults (division by zero, ...)."""
+        UserCodeError when the user's code faults (division by zero, ...);
+        RunInterrupted, at once, on a SIGINT (:func:`guard.interruptible`)."""
         argv = self.arguments(args)
-        return guard.call(self._fn, argv, self.scop, "the CPU reference")
+        return guard.call(self._fn, argv, self.scop, "the CPU reference", self._lib,
+                          asynchronous=True)
 
 
 __all__ = ["CpuReference", "build_library", "reference_source", "cache_dir",

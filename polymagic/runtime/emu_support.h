@@ -31,6 +31,13 @@
  *    transactions per request).  See "warp transactions" below.
  *  - Errors format one paragraph and longjmp back to pm_entry (from a coroutine
  *    the thread first switches back to the scheduler's stack).
+ *  - Interrupts: pm_guard_stop is set by the fault guard's SIGINT handler
+ *    (polymagic/runtime/guard.py) while a call runs; PM_POLL() checks it before
+ *    every launch, block and thread's turn in a phase, and (emulate mode) every
+ *    checked global access, and ends the run like an error (pm_entry returns 2):
+ *    a notebook's stop button takes effect within milliseconds, on every OpenMP
+ *    thread (openmp mode: within one thread turn, which in a kernel that runs a
+ *    whole loop nest in one thread is the whole run).
  *
  * PM_MODE_OPENMP selects the fast CPU target instead: blocks of a launch spread
  * over cores with "#pragma omp parallel for", scheduler state and shared buffers
@@ -54,6 +61,7 @@
 #include <limits.h>
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -80,6 +88,10 @@
 #define PM_MAXDIM 8
 #define PM_MSG 2048
 #define PM_UNUSED __attribute__((unused))
+
+/* Set by the guard's SIGINT handler during a call (see "Interrupts" above). */
+#define PM_GUARD_STOP_DECLARED 1
+static volatile sig_atomic_t pm_guard_stop;
 
 /* Helper macros of generated code (single evaluation of every argument, so that
  * loads inside min/max are counted and checked once; values as in CUDA). */
@@ -258,6 +270,11 @@ void pm_fail(const char *fmt, ...) {
   pm_jump();
   abort();
 }
+
+/* End the run if a SIGINT came (the message is only for the record: Python raises
+ * the interrupt). */
+#define PM_POLL() do { if (__builtin_expect(pm_guard_stop != 0, 0)) \
+                         pm_fail("stopped by an interrupt (SIGINT)"); } while (0)
 
 /* ---- small helpers -------------------------------------------------------------- */
 
@@ -557,6 +574,7 @@ static void pm_tx_free(void) {
 /* A global access: bounds, counters, shadow; returns the element offset. */
 static PM_UNUSED long long pm_gacc(int aid, int site, int mode, long long lin, int nd,
                                    const long long *idx) {
+  PM_POLL();
   pm_array_info *a = &pm_G.arrays[aid];
   for (int k = 0; k < nd; k++)
     if (idx[k] < 0 || idx[k] >= a->ext[k])
@@ -777,6 +795,7 @@ static void pm_run_block(const pm_kernel_desc *kd, const void *args, pm_blockctx
   if (!kd->has_barrier) {
     for (int i = 0; i < nt; i++) {
       pm_thread *t = pm_S.threads[pm_S.order[i]];
+      PM_POLL();
       pm_S.cur = t;
       kd->body(args, t);
       t->state = PM_DONE;
@@ -796,6 +815,7 @@ static void pm_run_block(const pm_kernel_desc *kd, const void *args, pm_blockctx
     for (int i = 0; i < nt; i++) {
       pm_thread *t = pm_S.threads[pm_S.order[i]];
       if (t->state == PM_DONE) continue;
+      PM_POLL();
       t->state = PM_RUN;
       pm_S.cur = t;
       pm_S.in_coroutine = 1;
@@ -917,6 +937,7 @@ static void pm_omp_block(const pm_kernel_desc *kd, const void *args, pm_blockctx
 static PM_UNUSED void pm_launch(const pm_kernel_desc *kd, const void *args,
                                 long long gx, long long gy, long long gz) {
   if (gx <= 0 || gy <= 0 || gz <= 0) return;      /* an empty launch is not a CUDA launch */
+  PM_POLL();
   pm_G.kd = kd;
   pm_G.grid[0] = gx; pm_G.grid[1] = gy; pm_G.grid[2] = gz;
   pm_G.launch_no++;
@@ -967,6 +988,7 @@ static PM_UNUSED void pm_launch(const pm_kernel_desc *kd, const void *args,
   blk.shared = pm_G.sh_data;
   for (long long pos = 0; pos < nb; pos++) {
     long long lin = pm_G.perm[pos];
+    PM_POLL();
     blk.bx = (int)(lin % gx); blk.by = (int)((lin / gx) % gy); blk.bz = (int)(lin / (gx * gy));
     pm_S.B = pm_G.lf + (uint32_t)pos;
     pm_run_block(kd, args, &blk, lin);
@@ -992,7 +1014,7 @@ static PM_UNUSED void pm_launch(const pm_kernel_desc *kd, const void *args,
     blk.shared = bufs;
 #pragma omp for schedule(dynamic, 1)
     for (long long lin = 0; lin < nb; lin++) {
-      if (pm_G.failed) continue;                  /* an error elsewhere: skip the rest */
+      if (pm_G.failed || pm_guard_stop) continue; /* an error or a stop: skip the rest */
       blk.bx = (int)(lin % gx); blk.by = (int)((lin / gx) % gy); blk.bz = (int)(lin / (gx * gy));
       pm_omp_block(kd, args, &blk, lin);
     }
@@ -1001,6 +1023,7 @@ static PM_UNUSED void pm_launch(const pm_kernel_desc *kd, const void *args,
   }
   pm_S.jb = outer;
   pm_S.in_coroutine = 0;
+  if (!pm_G.failed) PM_POLL();
   if (pm_G.failed) longjmp(*pm_S.jb, 1);
   pm_G.kd = NULL;
 #endif
@@ -1100,7 +1123,7 @@ static int pm_entry_impl(pm_host_fn host, int narrays, int nkernels, void **arra
   if (setjmp(pm_G.jb)) {
     if (err && errlen > 0) snprintf(err, (size_t)errlen, "%s", pm_G.msg);
     pm_cleanup();
-    return 1;
+    return pm_guard_stop ? 2 : 1;
   }
   if (order < 0 || order > 2) pm_fail("unknown block/thread order %d (0, 1 or 2)", order);
   pm_G.arrays = (pm_array_info *)pm_xcalloc((size_t)(narrays > 0 ? narrays : 1), sizeof(pm_array_info));

@@ -12,7 +12,21 @@ hash of (compiler, flags, source) under ``$POLYMAGIC_CACHE`` or
 calls ``pm_entry`` through ctypes and returns an :class:`EmuResult`; a race, an
 out-of-bounds access or a divergent barrier raises :class:`EmulatorError` with the
 runtime's one-paragraph message.  Arrays are modified in place (callers pass
-copies).  Why an emulator at all: CI has no GPU, so the adversarial emulator
+copies).
+
+Interrupts: a SIGINT during a run on the main thread (a notebook's stop button,
+Ctrl-C) ends it within milliseconds: the fault guard's SIGINT handler sets a flag
+that the runtime polls before every launch, block and thread's turn in a barrier
+phase and, in 'emulate' mode, every checked global access (``PM_POLL`` in
+``emu_support.h``; in 'openmp' mode every thread skips its remaining blocks, and a
+thread's turn, unchecked, ends first: long only in a kernel that runs a whole loop
+nest in one thread), the run's state is freed
+as after an error, and :class:`~polymagic.errors.RunInterrupted` (a
+KeyboardInterrupt: IPython shows its one line) is raised; the next run works as
+usual.  The arrays the run wrote are copies the caller drops
+(:func:`polymagic.runtime.run.execute` writes back only after a checked run), so the
+user's arrays are untouched.  See :mod:`polymagic.runtime.guard` for the CPU
+reference (stopped at once) and the OpenMP target (runs to its end, then raises).  Why an emulator at all: CI has no GPU, so the adversarial emulator
 (blocks and threads in forward, reverse or shuffled order, shadow-memory race
 detection, see ``emu_support.h``) is the evidence that generated kernels are right.
 """
@@ -224,6 +238,7 @@ class EmulatorModule:
         self.source = source
         self.path = path
         lib, _ = _load(path)
+        self._lib = lib
         fn = lib.pm_guarded_pm_entry
         # a private function object, so argtypes never clash between modules
         self._entry = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int),
@@ -323,7 +338,7 @@ class EmulatorModule:
             global _OMP_USED
             _OMP_USED = True
         fault = (ctypes.c_int * 2)()
-        with _LOCKS[str(self.path)]:
+        with _LOCKS[str(self.path)], guard.interruptible(self._lib, self._who()):
             t0 = time.perf_counter()
             rc = self._entry(fault, ptrs, iv, sv, ctypes.c_ulonglong(int(seed) & (2**64 - 1)),
                              ORDERS[order], cnt, base, tx, err, len(err))

@@ -19,23 +19,49 @@ a size given as 0) before anything runs.
 
 The arrays a faulting call wrote are copies: callers write results back only after
 a successful run and check.
+
+Interrupts (:func:`interruptible`): Python runs its SIGINT handler only between
+bytecodes, so a notebook's stop button (or Ctrl-C) would wait for a long C call to
+return.  Around a call made on the main thread (the only one Python delivers signals
+to) the library's own SIGINT handler replaces Python's and sets a flag; Python's
+is put back after the call, which then raises :class:`~polymagic.errors.RunInterrupted`
+(a KeyboardInterrupt) in place of Python's handler.  What stops how soon:
+
+- the emulator polls the flag per launch, block and thread's turn and ('emulate'
+  mode) per checked access (``emu_support.h``): it stops within milliseconds, on
+  every OpenMP thread, its run state freed;
+- the CPU reference (the user's code as written, which cannot poll) is left by a
+  ``siglongjmp`` from the handler, as after a fault: immediate;
+- the OpenMP target is neither (a jump out of a parallel region would strand its
+  worker threads): it runs to its end (it is the fast one), then the interrupt is
+  raised, nothing written back.
+
+When Python's SIGINT disposition is SIG_IGN or SIG_DFL nothing is installed, and a
+call from another thread (a widget's timer) keeps Python's handler too.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import signal
+import threading
 import time
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from .. import expr as E
-from ..errors import UserCodeError
+from ..errors import RunInterrupted, UserCodeError
 from ..scop import Scop
 
 GUARD_C = r"""
 /* ---- polymagic fault guard (polymagic/runtime/guard.py) ---- */
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <string.h>
+#ifndef PM_GUARD_STOP_DECLARED           /* the emulator's runtime declares it earlier */
+#define PM_GUARD_STOP_DECLARED 1
+static volatile sig_atomic_t pm_guard_stop;
+#endif
 static __thread sigjmp_buf *pm_guard_jb;
 static __thread volatile int pm_guard_sig, pm_guard_code;
 static struct sigaction pm_guard_old[4];
@@ -67,12 +93,64 @@ int pm_guard_install(void) {
   return 0;
 }
 
+/* ---- SIGINT (a notebook's stop button, Ctrl-C) during a call ----
+ * pm_guard_int_begin installs pm_guard_int_handler in place of Python's own
+ * handler (only when that is a handler, not SIG_IGN or SIG_DFL) and
+ * pm_guard_int_end puts it back, returning whether a SIGINT came.  The handler
+ * sets pm_guard_stop, which the emulator polls (per block, phase, thread call and
+ * checked access) to end the run; with async (the CPU reference: the user's code
+ * as written, which cannot poll) it also siglongjmps out of the call on the calling
+ * thread, as after a fault (a SIGINT delivered to another thread is passed on to
+ * it).  Python then raises the interrupt itself. */
+static struct sigaction pm_guard_old_int;
+static volatile sig_atomic_t pm_guard_async, pm_guard_int_on;
+static pthread_t pm_guard_caller;
+
+static void pm_guard_int_handler(int sig, siginfo_t *si, void *uc) {
+  (void)si; (void)uc;
+  pm_guard_stop = 1;
+  if (!pm_guard_async) return;
+  if (!pthread_equal(pthread_self(), pm_guard_caller)) { pthread_kill(pm_guard_caller, sig); return; }
+  if (pm_guard_jb) { pm_guard_sig = SIGINT; pm_guard_code = 0; siglongjmp(*pm_guard_jb, 1); }
+}
+
+int pm_guard_int_begin(int async) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = pm_guard_int_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  pm_guard_stop = 0;
+  pm_guard_async = async;
+  pm_guard_caller = pthread_self();
+  if (sigaction(SIGINT, &sa, &pm_guard_old_int) != 0) return 0;
+  if (!(pm_guard_old_int.sa_flags & SA_SIGINFO) && (pm_guard_old_int.sa_handler == SIG_IGN ||
+                                                   pm_guard_old_int.sa_handler == SIG_DFL)) {
+    sigaction(SIGINT, &pm_guard_old_int, NULL);   /* ignored or fatal: leave it so */
+    return 0;
+  }
+  pm_guard_int_on = 1;
+  return 1;
+}
+
+int pm_guard_int_end(void) {
+  if (pm_guard_int_on) sigaction(SIGINT, &pm_guard_old_int, NULL);
+  pm_guard_int_on = 0;
+  pm_guard_async = 0;
+  int stop = pm_guard_stop;
+  pm_guard_stop = 0;
+  return stop;
+}
+
 #define PM_GUARDED(call, on_fault)                                        \
   do {                                                                    \
     sigjmp_buf pm_jb_;                                                    \
     sigjmp_buf *volatile pm_prev_ = pm_guard_jb;                          \
     if (sigsetjmp(pm_jb_, 1) == 0) {                                      \
       pm_guard_jb = &pm_jb_;                                              \
+      if (pm_guard_stop && pm_guard_async) {  /* stopped before it began */ \
+        pm_guard_sig = SIGINT; pm_guard_code = 0; siglongjmp(pm_jb_, 1);  \
+      }                                                                   \
       call;                                                               \
       pm_guard_jb = pm_prev_;                                             \
     } else {                                                              \
@@ -186,17 +264,55 @@ def fault_message(sig: int, code: int, scop: Scop | None, who: str) -> str:
     return text + ". The process survived and nothing was written back to your arrays."
 
 
-__all__ = ["GUARD_C", "wrapper_c", "install", "fault_message", "integer_divisions"]
+__all__ = ["GUARD_C", "wrapper_c", "install", "fault_message", "integer_divisions",
+           "call", "interruptible", "interrupted"]
 
 
-def call(fn, argv: Sequence[object], scop: Scop | None, who: str) -> float:
+def interrupted(who: str, seconds: float) -> RunInterrupted:
+    """The interrupt to raise after a stopped call.  A program's own Python SIGINT
+    handler (not Python's default) runs first, as if the signal came after the call:
+    what it raises propagates; the run is abandoned either way."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and handler is not signal.default_int_handler:
+        signal.raise_signal(signal.SIGINT)
+    return RunInterrupted(f"{who} was stopped by an interrupt (SIGINT) after {seconds:.1f} s; "
+                          "nothing was written back to your arrays")
+
+
+@contextlib.contextmanager
+def interruptible(lib: ctypes.CDLL, who: str, asynchronous: bool = False) -> Iterator[None]:
+    """Around one guarded call of ``lib``: a SIGINT ends it (the emulator polls; with
+    ``asynchronous`` the handler jumps out of the call, for code that cannot poll),
+    then :class:`RunInterrupted` is raised here, ahead of any error the call raised.
+    Only on the main thread, and only where Python handles SIGINT (module docstring)."""
+    begin = getattr(lib, "pm_guard_int_begin", None)
+    if begin is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    t0 = time.perf_counter()
+    begin(ctypes.c_int(int(asynchronous)))
+    try:
+        yield
+    except BaseException:
+        if lib.pm_guard_int_end():
+            raise interrupted(who, time.perf_counter() - t0) from None
+        raise
+    if lib.pm_guard_int_end():
+        raise interrupted(who, time.perf_counter() - t0)
+
+
+def call(fn, argv: Sequence[object], scop: Scop | None, who: str,
+         lib: ctypes.CDLL | None = None, asynchronous: bool = False) -> float:
     """Call a guarded entry point (its first argument the ``int[2]`` fault record the
     wrapper fills); returns the call's seconds, or raises :class:`UserCodeError`
-    naming the fault in the user's terms (:func:`fault_message`)."""
+    naming the fault in the user's terms (:func:`fault_message`).  With ``lib`` (the
+    entry point's library) a SIGINT during the call raises :class:`RunInterrupted`
+    (:func:`interruptible`)."""
     fault = (ctypes.c_int * 2)()
-    t0 = time.perf_counter()
-    rc = fn(fault, *argv)
-    dt = time.perf_counter() - t0
-    if rc != 0:
-        raise UserCodeError(fault_message(fault[0], fault[1], scop, who), fault[0], fault[1])
+    with interruptible(lib, who, asynchronous) if lib is not None else contextlib.nullcontext():
+        t0 = time.perf_counter()
+        rc = fn(fault, *argv)
+        dt = time.perf_counter() - t0
+        if rc != 0:
+            raise UserCodeError(fault_message(fault[0], fault[1], scop, who), fault[0], fault[1])
     return dt

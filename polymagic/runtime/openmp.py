@@ -61,7 +61,7 @@ class OpenmpModule:
         self.code = code
         path = ccompile.shared_library(source_with_guard(scop, code), list(FLAGS), "cpu",
                                        "omp", "the OpenMP target", optional_flags=("-fopenmp",))
-        lib = load_library(path)
+        lib = self._lib = load_library(path)
         lib.pm_cpu_threads.restype = ctypes.c_int
         #: threads a parallel loop runs on; 0 when compiled without OpenMP
         self.threads = int(lib.pm_cpu_threads())
@@ -83,7 +83,8 @@ class OpenmpModule:
             else:
                 argv.append(_argtype(p)(v))
         with _one_thread(bool(guard.integer_divisions(self.scop))):
-            return guard.call(self._fn, argv, self.scop, "the OpenMP target")
+            # a SIGINT is raised after the call, which runs to its end (guard.py)
+            return guard.call(self._fn, argv, self.scop, "the OpenMP target", self._lib)
 
     def describe_threads(self) -> str:
         return (f"up to {self.threads} OpenMP thread(s) (fewer while other processes "
