@@ -59,6 +59,8 @@ class CpuCode:
     fork_work: tuple[ForkWork, ...] | None = None
     #: whether the function runs the source's loop order when no loop pays
     source_order: bool = False
+    #: instances per fork from which a loop runs parallel (``cpu_cost.MIN_WORK``)
+    min_work: int = MIN_WORK
 
     def summary(self) -> str:
         """One line for the report."""
@@ -73,7 +75,7 @@ class CpuCode:
             return ""
         if not self.fork_work:
             return "; serial in the source's loop order" if self.source_order else ""
-        return (f"; each parallel only from {MIN_WORK} statement instances per fork "
+        return (f"; each parallel only from {self.min_work} statement instances per fork "
                 f"(a fork/join costs ~{FORK_COST_US:.0f} µs), else serial"
                 + (", in the source's loop order when none is" if self.source_order else ""))
 
@@ -85,10 +87,11 @@ class CpuCode:
         parts = []
         for k, w in enumerate(work):
             name = names[k] if k < len(names) else f"loop {k}"
-            parts.append(f"{name} parallel ({w:.0f} instances per fork)" if w >= MIN_WORK
+            parts.append(f"{name} parallel ({w:.0f} instances per fork)"
+                         if w >= self.min_work
                          else f"{name} serial ({w:.0f} instances per fork, below the "
-                         f"{MIN_WORK} that pay a ~{FORK_COST_US:.0f} µs fork)")
-        if self.source_order and all(w < MIN_WORK for w in work):
+                         f"{self.min_work} that pay a ~{FORK_COST_US:.0f} µs fork)")
+        if self.source_order and all(w < self.min_work for w in work):
             parts.append("the source's loop order")
         return "at these sizes: " + ", ".join(parts)
 
@@ -140,10 +143,12 @@ RESTORE = """\
 
 
 def print_cpu(scop: Scop, deps: Dependences, sched: ScheduleResult,
-              cache: CacheModel = CacheModel(), operations: int = 3_000_000) -> CpuCode:
+              cache: CacheModel = CacheModel(), operations: int = 3_000_000,
+              min_work: int = MIN_WORK) -> CpuCode:
     """The OpenMP C of ``scop`` under ``sched`` (module docstring).  The tiled tree's
     AST is generated within ``operations`` isl operations; past them, the untiled
-    tree with its parallel loops marked."""
+    tree with its parallel loops marked.  A marked loop runs parallel from
+    ``min_work`` statement instances per fork (:mod:`.cpu_cost`)."""
     ctx = sched.schedule.get_ctx()
     notes: list[Note] = []
     tiled = True
@@ -172,12 +177,12 @@ def print_cpu(scop: Scop, deps: Dependences, sched: ScheduleResult,
     name = f"pm_cpu_{scop.name}"
     source = (PRELUDE + "\n" + _macros(scop) + "\n" + _work_function(scop, works) + "\n"
               + _signature(scop, name) + " {\n" + DYNAMIC + _locals(scop)
-              + _work_flags(scop, works) + _indent(body, 1) + _frees(scop) + RESTORE + "}\n")
+              + _work_flags(scop, works, min_work) + _indent(body, 1) + _frees(scop) + RESTORE + "}\n")
     notes += [Note("cpu", b.describe(), kind="decision") for b in bands]
     if works is None:
         notes.append(Note("cpu", "the parallel loops' work was not counted in time: "
                           "every one runs parallel", kind="fallback"))
-    return CpuCode(source, name, bands, tiled, tuple(notes), works, source_order)
+    return CpuCode(source, name, bands, tiled, tuple(notes), works, source_order, min_work)
 
 
 #: the function that computes each parallel loop's instances per fork
@@ -197,14 +202,14 @@ def _work_function(scop: Scop, works: tuple[ForkWork, ...] | None) -> str:
             + lines + "}\n")
 
 
-def _work_flags(scop: Scop, works: tuple[ForkWork, ...] | None) -> str:
+def _work_flags(scop: Scop, works: tuple[ForkWork, ...] | None, min_work: int) -> str:
     """``pm_par[k]``: whether parallel loop ``k`` pays at these sizes."""
     if not works:
         return ""
     args = ", ".join([p.name for p in scop.params if p.kind != "array"] + ["pm_work"])
     return (f"  double pm_work[{len(works)}];\n  {WORK_FUNCTION}({args});\n"
             f"  int pm_par[{len(works)}];\n"
-            f"  for (int k = 0; k < {len(works)}; k++) pm_par[k] = pm_work[k] >= {MIN_WORK};\n")
+            f"  for (int k = 0; k < {len(works)}; k++) pm_par[k] = pm_work[k] >= {min_work};\n")
 
 
 def _ast(scop: Scop, tree: isl.Schedule) -> str:
