@@ -24,6 +24,12 @@ bodies index them as the user did).  Expanded local scalars (scop ``temp`` array
 are allocated inside the function, whole: the schedule is legal for them as
 arrays, whatever order the tiles run in.
 
+Each parallel loop runs parallel only where its work per fork pays the fork/join
+(:mod:`.cpu_cost`, issue 32 item 6): the function first computes every loop's
+statement instances per fork (``pm_cpu_fork_work``, barvinok's counts as C) and the
+marked loop is printed twice, ``if (pm_par[k])`` parallel, else serial; an untiled
+schedule runs the source's own loop order when no loop pays (or none is parallel).
+
 The result is a frozen :class:`CpuCode`; :mod:`polymagic.runtime.openmp` compiles
 and runs it.
 """
@@ -264,7 +270,8 @@ def _extent(lines: list[str], at: int) -> int:
 def _which(lines: list[str], at: int, depth: int, works: tuple[ForkWork, ...] | None,
            scop: Scop | None) -> int | None:
     """The index in ``works`` of the parallel loop printed from line ``at`` (its depth
-    and the statements called in it), None when not counted."""
+    and the statements called in it), None when not counted or ambiguous (the loop
+    then stays parallel, as before the model)."""
     if not works or scop is None:
         return None
     while not lines[at].strip():
@@ -272,8 +279,11 @@ def _which(lines: list[str], at: int, depth: int, works: tuple[ForkWork, ...] | 
     text = "\n".join(lines[at:_extent(lines, at)])
     called = frozenset(s.name for s in scop.statements
                        if re.search(rf"\b{re.escape(s.name)}\(", text))
-    return next((k for k, w in enumerate(works)
-                 if w.depth == depth and w.statements == called), None)
+    # the statements under the mark; a subset where isl printed the loop in pieces
+    found = [k for k, w in enumerate(works) if w.depth == depth and w.statements == called]
+    found = found or [k for k, w in enumerate(works)
+                      if w.depth == depth and called and called <= w.statements]
+    return found[0] if len(found) == 1 else None
 
 
 def _split(lines: list[str], at: int, which: int) -> list[str]:
