@@ -210,6 +210,9 @@ class CompileOptions(_Frozen):
     cpu_code: bool = False
     cpu_l1: int = 32 * 1024                       # the CPU tile model's cache sizes (bytes)
     cpu_l2: int = 512 * 1024
+    # statement instances per fork from which a parallel loop runs parallel
+    # (polymagic.codegen.cpu_cost.MIN_WORK, issue 32 item 6); 0: always parallel
+    cpu_min_work: int = 100_000
     # the device model of the default tiles (polymagic.mapping.grid_fill): multiprocessors
     # of the target GPU (an H100 SXM5: 132, as polymagic.tiles.model.H100); at the given
     # sizes a compute-bound band's register tiles shrink until the grid has a block per

@@ -73,6 +73,13 @@ def test_example_matches_reference(name):
     assert compiled.cpu is not None and compiled.cpu.tiled
 
 
+@pytest.mark.parametrize("name", _names())
+def test_forced_parallel_loops_match_reference(name):
+    """``cpu_min_work=0``: every marked loop takes its parallel branch at these small
+    sizes (by default the fork cost model runs them serially, issue 32 item 6)."""
+    _run(name, cpu_min_work=0)
+
+
 @pytest.mark.parametrize("name", ["gemm", "2mm", "jacobi-2d", "seidel-2d", "lu", "covariance",
                                   "doitgen", "fdtd-2d"])
 def test_tiny_tiles_match_reference(name):

@@ -24,6 +24,12 @@ bodies index them as the user did).  Expanded local scalars (scop ``temp`` array
 are allocated inside the function, whole: the schedule is legal for them as
 arrays, whatever order the tiles run in.
 
+Each parallel loop runs parallel only where its work per fork pays the fork/join
+(:mod:`.cpu_cost`, issue 32 item 6): the function first computes every loop's
+statement instances per fork (``pm_cpu_fork_work``, barvinok's counts as C) and the
+marked loop is printed twice, ``if (pm_par[k])`` parallel, else serial; an untiled
+schedule runs the source's own loop order when no loop pays (or none is parallel).
+
 The result is a frozen :class:`CpuCode`; :mod:`polymagic.runtime.openmp` compiles
 and runs it.
 """
@@ -40,7 +46,9 @@ from ..isl_util import OperationBudget
 from ..notes import Note
 from ..schedule import ScheduleResult
 from ..scop import Scop, Statement
+from ..schedule.private import source_tree
 from .c_like import FUNC_NAMES, PRELUDE_MACROS
+from .cpu_cost import FORK_COST_US, MIN_WORK, ForkWork, fork_work
 from .cpu_legality import MarkCheck, verify_marks
 from .cpu_tiles import PARALLEL_MARK, SIMD_MARK, BandPlan, CacheModel, tile_for_cpu
 
@@ -57,6 +65,13 @@ class CpuCode:
     checks: tuple[MarkCheck, ...] = ()
     #: the source line of each statement (to say where a parallel loop is)
     lines: tuple[tuple[str, int], ...] = ()
+    #: per parallel loop, in the order of ``pm_cpu_work``: its counts (None: not
+    #: counted, every marked loop always parallel); see :mod:`.cpu_cost`
+    fork_work: tuple[ForkWork, ...] | None = None
+    #: whether the function runs the source's loop order when no loop pays
+    source_order: bool = False
+    #: instances per fork from which a loop runs parallel (``cpu_cost.MIN_WORK``)
+    min_work: int = MIN_WORK
 
     def summary(self) -> str:
         """One line for the report: each parallel loop named with the source lines of
@@ -69,7 +84,32 @@ class CpuCode:
         return (f"OpenMP C: {len(par) - dropped} parallel loop(s) ({', '.join(par) or 'none'}"
                 + (f"; {dropped} dropped by the legality check" if dropped else "")
                 + f"), {len(tiles)} tiled band(s)"
-                + ("" if self.tiled else " (untiled fallback)"))
+                + ("" if self.tiled else " (untiled fallback)") + self._when())
+
+    def _when(self) -> str:
+        if self.fork_work is None:
+            return ""
+        if not self.fork_work:
+            return "; serial in the source's loop order" if self.source_order else ""
+        return (f"; each parallel only from {self.min_work} statement instances per fork "
+                f"(a fork/join costs ~{FORK_COST_US:.0f} µs), else serial"
+                + (", in the source's loop order when none is" if self.source_order else ""))
+
+    def decisions(self, work: list[float], threads: int) -> str:
+        """What ran parallel at the sizes of one call, from its ``pm_cpu_work``."""
+        if self.fork_work is None or not work:
+            return ""
+        names = [b.parallel for b in self.bands if b.parallel]
+        parts = []
+        for k, w in enumerate(work):
+            name = names[k] if k < len(names) else f"loop {k}"
+            parts.append(f"{name} parallel ({w:.0f} instances per fork)"
+                         if w >= self.min_work
+                         else f"{name} serial ({w:.0f} instances per fork, below the "
+                         f"{self.min_work} that pay a ~{FORK_COST_US:.0f} µs fork)")
+        if self.source_order and all(w < self.min_work for w in work):
+            parts.append("the source's loop order")
+        return "at these sizes: " + ", ".join(parts)
 
     def _where(self, band: BandPlan) -> str:
         at = dict(self.lines)
@@ -127,10 +167,12 @@ RESTORE = """\
 
 
 def print_cpu(scop: Scop, deps: Dependences, sched: ScheduleResult,
-              cache: CacheModel = CacheModel(), operations: int = 3_000_000) -> CpuCode:
+              cache: CacheModel = CacheModel(), operations: int = 3_000_000,
+              min_work: int = MIN_WORK) -> CpuCode:
     """The OpenMP C of ``scop`` under ``sched`` (module docstring).  The tiled tree's
     AST is generated within ``operations`` isl operations; past them, the untiled
-    tree with its parallel loops marked."""
+    tree with its parallel loops marked.  A marked loop runs parallel from
+    ``min_work`` statement instances per fork (:mod:`.cpu_cost`)."""
     ctx = sched.schedule.get_ctx()
     notes: list[Note] = []
     tiled = True
@@ -146,13 +188,57 @@ def print_cpu(scop: Scop, deps: Dependences, sched: ScheduleResult,
         tree, bands = tile_for_cpu(scop, sched.schedule, deps.validity, cache, tile=False)
         tree, checks, dropped = verify_marks(tree, deps.validity)
         ast = _ast(scop, tree)
-    body = _pragmas(ast)
+    sizes = [p for p in scop.size_params if p in scop.context.get_space().get_var_dict()]
+    works = fork_work(tree, PARALLEL_MARK, scop.context, sizes)
+    body = _pragmas(ast, works, scop)
+    # no tile: the schedule's only gain is its parallel loops; when none pays (or
+    # there is none), the source's own order serially (cpu_cost's docstring)
+    source_order = works is not None and not any(b.tiles for b in bands)
+    if source_order:
+        serial = _ast(scop, source_tree(scop, scop.domain.intersect_params(scop.context),
+                                        deps.validity))
+        body = (serial if not works else
+                f"if ({' || '.join(f'pm_par[{k}]' for k in range(len(works)))}) {{\n"
+                + _indent(body, 1) + "} else {\n" + _indent(serial, 1) + "}\n")
     name = f"pm_cpu_{scop.name}"
-    source = (PRELUDE + "\n" + _macros(scop) + "\n" + _signature(scop, name) + " {\n"
-              + DYNAMIC + _locals(scop) + _indent(body, 1) + _frees(scop) + RESTORE + "}\n")
+    source = (PRELUDE + "\n" + _macros(scop) + "\n" + _work_function(scop, works) + "\n"
+              + _signature(scop, name) + " {\n" + DYNAMIC + _locals(scop)
+              + _work_flags(scop, works, min_work) + _indent(body, 1) + _frees(scop) + RESTORE
+              + "}\n")
     notes += [Note("cpu", b.describe(), kind="decision") for b in bands] + list(dropped)
+    if works is None:
+        notes.append(Note("cpu", "the parallel loops' work was not counted in time: "
+                          "every one runs parallel", kind="fallback"))
     lines = tuple((s.name, s.line) for s in scop.statements)
-    return CpuCode(source, name, bands, tiled, tuple(notes), checks, lines)
+    return CpuCode(source, name, bands, tiled, tuple(notes), checks, lines, works, source_order,
+                   min_work)
+
+
+#: the function that computes each parallel loop's instances per fork
+WORK_FUNCTION = "pm_cpu_fork_work"
+
+
+def _scalars(scop: Scop) -> list[str]:
+    return [f"{p.ctype} {p.name}" for p in scop.params if p.kind != "array"]
+
+
+def _work_function(scop: Scop, works: tuple[ForkWork, ...] | None) -> str:
+    """``pm_cpu_fork_work(scalars..., double *out)``: per parallel loop, its
+    statement instances per fork at these sizes (:mod:`.cpu_cost`)."""
+    lines = "".join(f"  out[{k}] = {w.work()};\n" for k, w in enumerate(works or ()))
+    return (f"int pm_cpu_n_work = {len(works or ())};\n"
+            f"void {WORK_FUNCTION}({', '.join(_scalars(scop) + ['double *out'])}) {{\n"
+            + lines + "}\n")
+
+
+def _work_flags(scop: Scop, works: tuple[ForkWork, ...] | None, min_work: int) -> str:
+    """``pm_par[k]``: whether parallel loop ``k`` pays at these sizes."""
+    if not works:
+        return ""
+    args = ", ".join([p.name for p in scop.params if p.kind != "array"] + ["pm_work"])
+    return (f"  double pm_work[{len(works)}];\n  {WORK_FUNCTION}({args});\n"
+            f"  int pm_par[{len(works)}];\n"
+            f"  for (int k = 0; k < {len(works)}; k++) pm_par[k] = pm_work[k] >= {min_work};\n")
 
 
 def _ast(scop: Scop, tree: isl.Schedule) -> str:
@@ -163,12 +249,16 @@ def _ast(scop: Scop, tree: isl.Schedule) -> str:
 _MARK = re.compile(r"^(\s*)// (" + PARALLEL_MARK + "|" + SIMD_MARK + r")_(\d+)\s*$")
 
 
-def _pragmas(code: str) -> str:
+def _pragmas(code: str, works: tuple[ForkWork, ...] | None = None,
+             scop: Scop | None = None) -> str:
     """isl prints a mark as a ``// name`` line before its subtree: the marked loop
     (``for (int c<depth> = ...``, the depth in the mark's name) gets its pragma; a
-    mark whose loop isl printed as a single iteration (no such ``for``) is dropped."""
+    mark whose loop isl printed as a single iteration (no such ``for``) is dropped.
+    A parallel loop whose counts are known (``works``) is printed twice, parallel
+    when ``pm_par[k]`` says it pays, else serial (:func:`_split`)."""
     lines = code.splitlines()
     out = []
+    split: list[tuple[int, int]] = []          # (line in out, loop k)
     for k, line in enumerate(lines):
         m = _MARK.match(line)
         if m is None:
@@ -177,8 +267,56 @@ def _pragmas(code: str) -> str:
         nxt = next((l.strip() for l in lines[k + 1:] if l.strip()), "")
         if nxt.startswith(f"for (int c{m.group(3)} = "):
             pragma = "parallel for" if m.group(2) == PARALLEL_MARK else "simd"
+            which = (_which(lines, k + 1, int(m.group(3)), works, scop)
+                     if pragma == "parallel for" else None)
+            if which is not None:
+                split.append((len(out), which))
             out.append(f"{m.group(1)}#pragma omp {pragma}")
+    for at, which in reversed(split):
+        out = _split(out, at, which)
     return "\n".join(out) + "\n"
+
+
+def _extent(lines: list[str], at: int) -> int:
+    """The line after the ``for`` loop that starts at line ``at`` (isl's indentation:
+    its body is indented deeper, a ``{`` body closes at its own indentation)."""
+    ind = len(lines[at]) - len(lines[at].lstrip())
+    j = at + 1
+    while j < len(lines) and (not lines[j].strip() or
+                              len(lines[j]) - len(lines[j].lstrip()) > ind):
+        j += 1
+    if lines[at].rstrip().endswith("{") and j < len(lines):
+        j += 1
+    return j
+
+
+def _which(lines: list[str], at: int, depth: int, works: tuple[ForkWork, ...] | None,
+           scop: Scop | None) -> int | None:
+    """The index in ``works`` of the parallel loop printed from line ``at`` (its depth
+    and the statements called in it), None when not counted or ambiguous (the loop
+    then stays parallel, as before the model)."""
+    if not works or scop is None:
+        return None
+    while not lines[at].strip():
+        at += 1
+    text = "\n".join(lines[at:_extent(lines, at)])
+    called = frozenset(s.name for s in scop.statements
+                       if re.search(rf"\b{re.escape(s.name)}\(", text))
+    # the statements under the mark; a subset where isl printed the loop in pieces
+    found = [k for k, w in enumerate(works) if w.depth == depth and w.statements == called]
+    found = found or [k for k, w in enumerate(works)
+                      if w.depth == depth and called and called <= w.statements]
+    return found[0] if len(found) == 1 else None
+
+
+def _split(lines: list[str], at: int, which: int) -> list[str]:
+    """Lines with the pragma at ``at`` and its loop printed as ``if (pm_par[which])
+    { parallel } else { serial }``."""
+    ind = lines[at][:len(lines[at]) - len(lines[at].lstrip())]
+    end = _extent(lines, at + 1)
+    loop = ["  " + l if l.strip() else l for l in lines[at + 1:end]]
+    return (lines[:at] + [f"{ind}if (pm_par[{which}]) {{", "  " + lines[at]] + loop
+            + [f"{ind}}} else {{"] + loop + [f"{ind}}}"] + lines[end:])
 
 
 def _names(scop: Scop) -> dict[str, str]:

@@ -168,7 +168,8 @@ def _with_cpu(source: str, language: str, options: CompileOptions) -> Compiled:
     cpu = log.run("cpu", "CPU code generation",
                   lambda: print_cpu(base.scop, base.deps, base.schedule,
                                     CacheModel(options.cpu_l1, options.cpu_l2),
-                                    options.time_tiling_operations),
+                                    options.time_tiling_operations,
+                                    min_work=options.cpu_min_work),
                   lambda c: c.summary())
     compiled = replace(base, cpu=cpu, options=options, stages=base.stages + log.stages(),
                        notes=base.notes + cpu.notes)

@@ -65,6 +65,12 @@ class OpenmpModule:
         lib.pm_cpu_threads.restype = ctypes.c_int
         #: threads a parallel loop runs on; 0 when compiled without OpenMP
         self.threads = int(lib.pm_cpu_threads())
+        self._scalars = [p for p in scop.params if p.kind != "array"]
+        self._n_work = ctypes.c_int.in_dll(lib, "pm_cpu_n_work").value
+        self._work = lib.pm_cpu_fork_work
+        self._work.restype = None
+        self._work.argtypes = [*[_argtype(p) for p in self._scalars],
+                               ctypes.POINTER(ctypes.c_double)]
         fn = getattr(lib, f"pm_guarded_{code.function}")
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int),
                                     *[_argtype(p) for p in scop.params])(
@@ -85,6 +91,19 @@ class OpenmpModule:
         with _one_thread(bool(guard.integer_divisions(self.scop))):
             # a SIGINT is raised after the call, which runs to its end (guard.py)
             return guard.call(self._fn, argv, self.scop, "the OpenMP target", self._lib)
+
+    def fork_work(self, args: Mapping[str, object]) -> list[float]:
+        """Per parallel loop, its statement instances per fork at the sizes in
+        ``args`` (what the function compares with ``cpu_cost.MIN_WORK``)."""
+        if not self._n_work:
+            return []
+        out = (ctypes.c_double * self._n_work)()
+        self._work(*[_argtype(p)(args[p.name]) for p in self._scalars], out)
+        return list(out)
+
+    def describe_decisions(self, args: Mapping[str, object]) -> str:
+        """Which loops ran parallel at these sizes, for the report ("" when none)."""
+        return self.code.decisions(self.fork_work(args), self.threads)
 
     def describe_threads(self) -> str:
         return (f"up to {self.threads} OpenMP thread(s) (fewer while other processes "

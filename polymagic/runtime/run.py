@@ -659,8 +659,10 @@ def run_cpu(compiled, arrays: dict[str, np.ndarray], ints: Mapping[str, int],
     for n in written:
         if n in arrays:
             arrays[n][...] = bufs[n]
+    decided = mod.describe_decisions({**ints, **scalars})
     return DeviceRun(seconds, 0.0, 0.0, 1, {}, f"{compiled.cpu.summary()}; "
-                     f"{mod.describe_threads()}, -O3 -march=native, no FMA contraction "
+                     + (f"{decided}; " if decided else "")
+                     + f"{mod.describe_threads()}, -O3 -march=native, no FMA contraction "
                      "(the reference's rounding)")
 
 
