@@ -1,6 +1,7 @@
 """Forked children (the fuzzer's worker pool) can run the emulator's OpenMP builds
-after their parent did: the OpenMP runtime is not fork-safe, so they run them on
-one thread instead of waiting forever for the parent's worker threads."""
+and the OpenMP target after their parent ran either: the OpenMP runtime is not
+fork-safe, so they run them on one thread instead of waiting forever for the
+parent's worker threads (the OpenMP target once hung a fuzz-regression worker so)."""
 from __future__ import annotations
 
 import multiprocessing
@@ -16,18 +17,21 @@ from polymagic.runtime.run import run
 GEMM = (pathlib.Path(__file__).resolve().parent.parent / "examples" / "gemm.c").read_text()
 
 
-def _child(q):
-    o = Options(target="openmp", sizes={"N": 23})
+def _child(q, cpu_code):
+    o = Options(target="openmp", sizes={"N": 65}, cpu_code=cpu_code)
     q.put(run(compile_source(GEMM, o), o).ok)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="fork start method")
-def test_openmp_run_in_a_forked_child_after_the_parent():
-    o = Options(target="openmp", sizes={"N": 21})
+@pytest.mark.parametrize("cpu_code", [False, True], ids=["emulator-openmp", "openmp-target"])
+def test_openmp_run_in_a_forked_child_after_the_parent(cpu_code):
+    # N = 64: gemm's parallel loop has 262,144 instances per fork, enough to fork
+    # (codegen/cpu_cost.MIN_WORK), so the parent's OpenMP threads exist
+    o = Options(target="openmp", sizes={"N": 64}, cpu_code=cpu_code)
     assert run(compile_source(GEMM, o), o).ok
     ctx = multiprocessing.get_context("fork")
     q = ctx.Queue()
-    p = ctx.Process(target=_child, args=(q,))
+    p = ctx.Process(target=_child, args=(q, cpu_code))
     p.start()
     p.join(600)     # a deadlock, not slowness: generous on a loaded machine
     alive = p.is_alive()

@@ -335,8 +335,7 @@ class EmulatorModule:
             if base_bytes is not None else None
         err = ctypes.create_string_buffer(4096)
         if self.mode == "openmp":
-            global _OMP_USED
-            _OMP_USED = True
+            note_openmp_used()
         fault = (ctypes.c_int * 2)()
         with _LOCKS[str(self.path)], guard.interruptible(self._lib, self._who()):
             t0 = time.perf_counter()
@@ -386,7 +385,7 @@ def guarded_source(source: str) -> str:
 
 
 #: After a trap inside an OpenMP parallel region (run on one thread, see
-#: _one_thread) the calling thread jumped out of the region without ending it:
+#: one_thread) the calling thread jumped out of the region without ending it:
 #: end the regions it is still in, or every later region in the process would be
 #: nested (and run on one thread).
 _OMP_UNWIND = r"""
@@ -443,8 +442,16 @@ def _openmp_runtime() -> ctypes.CDLL | None:
     return None
 
 
+def note_openmp_used() -> None:
+    """An OpenMP build is about to run in this process (the emulator's OpenMP mode,
+    the OpenMP target): a child forked later runs its OpenMP code on one thread
+    (:func:`_fresh_locks_after_fork`)."""
+    global _OMP_USED
+    _OMP_USED = True
+
+
 @contextlib.contextmanager
-def _one_thread(on: bool):
+def one_thread(on: bool):
     """OpenMP parallel regions started from this thread run on one thread while
     ``on``: the fault guard can only recover the calling thread, so a user's code
     with integer divisions (which may trap on data the static checks cannot see)
@@ -488,7 +495,7 @@ def run_transferred(program: kir.Program, scop: Scop | None, mode: str,
     """
     quick = mode == "emulate" and work is not None and work <= QUICK_BUILD_INSTANCES
     try:
-        with _one_thread(mode == "openmp" and scop is not None
+        with one_thread(mode == "openmp" and scop is not None
                          and bool(guard.integer_divisions(scop))):
             return _run_transferred(program, scop, mode, sources, results, ints, scalars,
                                     seed, order, device_mem, cache, transactions, quick)

@@ -25,7 +25,7 @@ import numpy as np
 
 from . import ccompile, guard
 from .cpu import _argtype, load_library
-from .emulator import _one_thread
+from .emulator import note_openmp_used, one_thread
 from ..codegen.cpu_c import CpuCode
 from ..dtypes import DTYPES
 from ..scop import Scop
@@ -88,7 +88,8 @@ class OpenmpModule:
                 argv.append(ctypes.c_void_p(v.ctypes.data))
             else:
                 argv.append(_argtype(p)(v))
-        with _one_thread(bool(guard.integer_divisions(self.scop))):
+        note_openmp_used()
+        with one_thread(bool(guard.integer_divisions(self.scop))):
             # a SIGINT is raised after the call, which runs to its end (guard.py)
             return guard.call(self._fn, argv, self.scop, "the OpenMP target", self._lib)
 
