@@ -27,7 +27,9 @@ from polymagic.runtime.run import run
 #: removes a mark once that branch is merged (strict: an unexpected pass fails)
 PENDING = {
     "durbin": "issue 32: local arrays (DATA_TYPE z[N];) not merged yet",
-    "deriche": "issue 32: chained assignments (a1 = a5 = k;) not merged yet",
+    "deriche": "issue 32: chained assignments (a1 = a5 = k;) not merged yet; on --target "
+               "openmp then also the OpenMP C's loop iterators c1, c2 shadowing deriche's "
+               "scalars c1, c2 (test_openmp_loop_iterators_leave_user_scalars_alone)",
     "nussinov": "issue 32: typedefs (typedef char base;) not merged yet",
 }
 
@@ -98,4 +100,19 @@ def test_default_dataset_is_small():
     compiled = compile_source(pb.path("gemm").read_text(), opts)
     assert compiled.scop.arrays["C"].shape == (E.Int(60), E.Int(70))
     report = run(compiled, opts)
+    assert report.ok, report.message
+
+
+@pytest.mark.xfail(strict=True, reason="issue 32: codegen/cpu_c.py prints isl's default loop "
+                   "iterators c0, c1, ..., which shadow a user's scalar named c1 (deriche's "
+                   "c1 = c2 = 1): the OpenMP C multiplies by the loop counter")
+def test_openmp_loop_iterators_leave_user_scalars_alone():
+    """Found by deriche: the generated loops must not hide the user's own names."""
+    src = ("void clash(int n, float c1, float A[n][n], float B[n][n]) {\n"
+           "  for (int i = 0; i < n; i++)\n"
+           "    for (int j = 0; j < n; j++)\n"
+           "      B[i][j] = c1 * A[i][j];\n"
+           "}\n")
+    opts = Options(sizes={"n": 40}, target="openmp", cpu_code=True)
+    report = run(compile_source(src, opts), opts)
     assert report.ok, report.message
