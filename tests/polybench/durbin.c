@@ -1,0 +1,70 @@
+/* durbin.c: PolyBench/C 4.2 linear-algebra/solvers/durbin, the kernel function as the suite
+ * writes it, behind a copy of its header's macros (one dataset chosen with
+ * MINI_DATASET, SMALL_DATASET or MEDIUM_DATASET; SMALL when none is). */
+#if !defined(MINI_DATASET) && !defined(SMALL_DATASET) && !defined(MEDIUM_DATASET)
+# define SMALL_DATASET
+#endif
+
+#if !defined(N)
+# ifdef MINI_DATASET
+#  define N 40
+# endif
+# ifdef SMALL_DATASET
+#  define N 120
+# endif
+# ifdef MEDIUM_DATASET
+#  define N 400
+# endif
+#endif
+
+#define _PB_N POLYBENCH_LOOP_BOUND(N,n)
+
+#define DATA_TYPE double
+#define DATA_PRINTF_MODIFIER "%0.2lf "
+#define SCALAR_VAL(x) x
+#define SQRT_FUN(x) sqrt(x)
+#define EXP_FUN(x) exp(x)
+#define POW_FUN(x,y) pow(x,y)
+
+/* polybench.h's defaults: scalar loop bounds, constant-size arrays */
+#define POLYBENCH_LOOP_BOUND(x,y) y
+#define POLYBENCH_1D(var,dim1,ddim1) var[dim1]
+#define POLYBENCH_2D(var,dim1,dim2,ddim1,ddim2) var[dim1][dim2]
+#define POLYBENCH_3D(var,dim1,dim2,dim3,ddim1,ddim2,ddim3) var[dim1][dim2][dim3]
+
+static
+void kernel_durbin(int n,
+                   DATA_TYPE POLYBENCH_1D(r,N,n),
+                   DATA_TYPE POLYBENCH_1D(y,N,n))
+{
+ DATA_TYPE z[N];
+ DATA_TYPE alpha;
+ DATA_TYPE beta;
+ DATA_TYPE sum;
+
+ int i,k;
+
+#pragma scop
+ y[0] = -r[0];
+ beta = SCALAR_VAL(1.0);
+ alpha = -r[0];
+
+ for (k = 1; k < _PB_N; k++) {
+   beta = (1-alpha*alpha)*beta;
+   sum = SCALAR_VAL(0.0);
+   for (i=0; i<k; i++) {
+      sum += r[k-i-1]*y[i];
+   }
+   alpha = - (r[k] + sum)/beta;
+
+   for (i=0; i<k; i++) {
+      z[i] = y[i] + alpha*y[k-i-1];
+   }
+   for (i=0; i<k; i++) {
+     y[i] = z[i];
+   }
+   y[k] = alpha;
+ }
+#pragma endscop
+
+}

@@ -1,0 +1,54 @@
+/* mvt.c: PolyBench/C 4.2 linear-algebra/kernels/mvt, the kernel function as the suite
+ * writes it, behind a copy of its header's macros (one dataset chosen with
+ * MINI_DATASET, SMALL_DATASET or MEDIUM_DATASET; SMALL when none is). */
+#if !defined(MINI_DATASET) && !defined(SMALL_DATASET) && !defined(MEDIUM_DATASET)
+# define SMALL_DATASET
+#endif
+
+#if !defined(N)
+# ifdef MINI_DATASET
+#  define N 40
+# endif
+# ifdef SMALL_DATASET
+#  define N 120
+# endif
+# ifdef MEDIUM_DATASET
+#  define N 400
+# endif
+#endif
+
+#define _PB_N POLYBENCH_LOOP_BOUND(N,n)
+
+#define DATA_TYPE double
+#define DATA_PRINTF_MODIFIER "%0.2lf "
+#define SCALAR_VAL(x) x
+#define SQRT_FUN(x) sqrt(x)
+#define EXP_FUN(x) exp(x)
+#define POW_FUN(x,y) pow(x,y)
+
+/* polybench.h's defaults: scalar loop bounds, constant-size arrays */
+#define POLYBENCH_LOOP_BOUND(x,y) y
+#define POLYBENCH_1D(var,dim1,ddim1) var[dim1]
+#define POLYBENCH_2D(var,dim1,dim2,ddim1,ddim2) var[dim1][dim2]
+#define POLYBENCH_3D(var,dim1,dim2,dim3,ddim1,ddim2,ddim3) var[dim1][dim2][dim3]
+
+static
+void kernel_mvt(int n,
+                DATA_TYPE POLYBENCH_1D(x1,N,n),
+                DATA_TYPE POLYBENCH_1D(x2,N,n),
+                DATA_TYPE POLYBENCH_1D(y_1,N,n),
+                DATA_TYPE POLYBENCH_1D(y_2,N,n),
+                DATA_TYPE POLYBENCH_2D(A,N,N,n,n))
+{
+  int i, j;
+
+#pragma scop
+  for (i = 0; i < _PB_N; i++)
+    for (j = 0; j < _PB_N; j++)
+      x1[i] = x1[i] + A[i][j] * y_1[j];
+  for (i = 0; i < _PB_N; i++)
+    for (j = 0; j < _PB_N; j++)
+      x2[i] = x2[i] + A[j][i] * y_2[j];
+#pragma endscop
+
+}
