@@ -284,3 +284,13 @@ def tree_params(schedule: isl.Schedule) -> set[str]:
     schedule.get_root().foreach_descendant_top_down(visit)
     return {s.get_dim_name(isl.dim_type.param, i) for s in spaces
             for i in range(s.dim(isl.dim_type.param))}
+
+
+def ast_build(context: isl.Set) -> isl.AstBuild:
+    """An AST build over ``context`` whose loop iterators are ``pm_c<depth>``: isl's
+    default ``c<depth>`` would shadow a user's scalar of that name (PolyBench's
+    deriche has ``c1`` and ``c2``)."""
+    ids = isl.IdList.alloc(context.get_ctx(), 64)
+    for i in range(64):
+        ids = ids.add(isl.Id(f"pm_c{i}"))
+    return isl.AstBuild.from_context(context).set_iterators(ids)

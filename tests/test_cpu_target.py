@@ -123,7 +123,7 @@ def test_jacobi_2d_time_loop_stays_sequential():
     assert [b.tiles for b in compiled.cpu.bands] == [(), ()]
     assert [b.simd for b in compiled.cpu.bands] == ["j", "j"]
     first_pragma = compiled.cpu.source.index("#pragma omp parallel for")
-    assert compiled.cpu.source.index("for (int c0 = 0; c0 < tsteps") < first_pragma
+    assert compiled.cpu.source.index("for (int pm_c0 = 0; pm_c0 < tsteps") < first_pragma
 
 
 def test_scalar_accumulator_gemm():

@@ -23,20 +23,11 @@ from polymagic.compiler import compile_source
 from polymagic.options import Options
 from polymagic.runtime.run import run
 
-#: kernels waiting on a front-end feature another branch adds (issue 32); the lead
-#: removes a mark once that branch is merged (strict: an unexpected pass fails)
-PENDING = {
-    "durbin": "issue 32: local arrays (DATA_TYPE z[N];) not merged yet",
-    "deriche": "issue 32: chained assignments (a1 = a5 = k;) not merged yet",
-    "nussinov": "issue 32: typedefs (typedef char base;) not merged yet",
-}
-
-#: kernels waiting on a fix of the OpenMP target (checked with the front-end
-#: branches' code: deriche then runs right on the emulator, not on --target openmp)
-PENDING_OPENMP = {
-    "deriche": "issue 32: the OpenMP C's loop iterators c1, c2 shadow deriche's scalars "
-               "c1, c2 (test_openmp_loop_iterators_leave_user_scalars_alone)",
-}
+#: kernels waiting on a fix (strict xfail: an unexpected pass fails); none since the
+#: issue-32 front-end features (typedefs, local arrays, chained assignments) and the
+#: OpenMP C's ``pm_c`` loop iterators landed
+PENDING: dict[str, str] = {}
+PENDING_OPENMP: dict[str, str] = {}
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -109,11 +100,9 @@ def test_default_dataset_is_small():
     assert report.ok, report.message
 
 
-@pytest.mark.xfail(strict=True, reason="issue 32: codegen/cpu_c.py prints isl's default loop "
-                   "iterators c0, c1, ..., which shadow a user's scalar named c1 (deriche's "
-                   "c1 = c2 = 1): the OpenMP C multiplies by the loop counter")
 def test_openmp_loop_iterators_leave_user_scalars_alone():
-    """Found by deriche: the generated loops must not hide the user's own names."""
+    """Found by deriche (``c1 = c2 = 1``): isl's default loop iterators ``c0, c1, ...``
+    shadowed a user's scalar named ``c1``; the OpenMP C's are ``pm_c<depth>``."""
     src = ("void clash(int n, float c1, float A[n][n], float B[n][n]) {\n"
            "  for (int i = 0; i < n; i++)\n"
            "    for (int j = 0; j < n; j++)\n"

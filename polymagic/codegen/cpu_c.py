@@ -11,11 +11,11 @@ bodies, as CLooG/Pluto output does::
     void pm_cpu_gemm(int N, ..., float *restrict pm_p_C, ...) {
       float (*restrict C)[N] = (float (*)[N]) pm_p_C;
       #pragma omp parallel for
-      for (int c0 = 0; c0 <= floord(N - 1, 64); c0 += 1)
+      for (int pm_c0 = 0; pm_c0 <= floord(N - 1, 64); pm_c0 += 1)
         ...
             #pragma omp simd
-            for (int c4 = 128 * c2; c4 <= min(N - 1, 128 * c2 + 127); c4 += 1)
-              S1(c0 ..., c3, c4);
+            for (int pm_c4 = 128 * pm_c2; pm_c4 <= min(N - 1, 128 * pm_c2 + 127); pm_c4 += 1)
+              S1(pm_c0 ..., pm_c3, pm_c4);
     }
 
 The function takes the user's function's parameters in the same order (arrays as
@@ -42,7 +42,7 @@ import islpy as isl
 
 from ..deps import Dependences
 from ..expr import CPrinter, Expr
-from ..isl_util import OperationBudget
+from ..isl_util import OperationBudget, ast_build
 from ..notes import Note
 from ..schedule import ScheduleResult
 from ..scop import Scop, Statement
@@ -242,8 +242,7 @@ def _work_flags(scop: Scop, works: tuple[ForkWork, ...] | None, min_work: int) -
 
 
 def _ast(scop: Scop, tree: isl.Schedule) -> str:
-    build = isl.AstBuild.from_context(scop.context)
-    return build.node_from_schedule(tree).to_C_str()
+    return ast_build(scop.context).node_from_schedule(tree).to_C_str()
 
 
 _MARK = re.compile(r"^(\s*)// (" + PARALLEL_MARK + "|" + SIMD_MARK + r")_(\d+)\s*$")
@@ -252,7 +251,7 @@ _MARK = re.compile(r"^(\s*)// (" + PARALLEL_MARK + "|" + SIMD_MARK + r")_(\d+)\s
 def _pragmas(code: str, works: tuple[ForkWork, ...] | None = None,
              scop: Scop | None = None) -> str:
     """isl prints a mark as a ``// name`` line before its subtree: the marked loop
-    (``for (int c<depth> = ...``, the depth in the mark's name) gets its pragma; a
+    (``for (int pm_c<depth> = ...``, the depth in the mark's name) gets its pragma; a
     mark whose loop isl printed as a single iteration (no such ``for``) is dropped.
     A parallel loop whose counts are known (``works``) is printed twice, parallel
     when ``pm_par[k]`` says it pays, else serial (:func:`_split`)."""
@@ -265,7 +264,7 @@ def _pragmas(code: str, works: tuple[ForkWork, ...] | None = None,
             out.append(line)
             continue
         nxt = next((l.strip() for l in lines[k + 1:] if l.strip()), "")
-        if nxt.startswith(f"for (int c{m.group(3)} = "):
+        if nxt.startswith(f"for (int pm_c{m.group(3)} = "):
             pragma = "parallel for" if m.group(2) == PARALLEL_MARK else "simd"
             which = (_which(lines, k + 1, int(m.group(3)), works, scop)
                      if pragma == "parallel for" else None)

@@ -19,7 +19,7 @@ from ..errors import PolymagicError
 from ..expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Var, map_expr,
                     substitute, substitute_assign)
 from ..expr import walk as walk_expr
-from ..isl_util import ast_expr_to_expr, pw_aff_to_expr, val_to_int
+from ..isl_util import ast_build, ast_expr_to_expr, pw_aff_to_expr, val_to_int
 from ..mapping import HOST_PARAM, MARK_PREFIX, KernelPlan, MappingResult
 from ..memory.plan import SCAN_MARK, BufferPlan, chunk_guards, copy_split_params, scan_renames
 from ..memory.registers import eliminate_redundant_loads
@@ -413,8 +413,8 @@ class _Lowerer:
         known = launch_values(self.mapping.schedule, name)
         context = self.context if known is None else \
             self.context.align_params(known.get_space()).intersect_params(known)
-        build = self.build if known is None else _base_build(context)
-        inside = _base_build(context.intersect_params(full_set).intersect_params(
+        build = self.build if known is None else ast_build(context)
+        inside = ast_build(context.intersect_params(full_set).intersect_params(
             thread_bounds_set(plan.block, context.get_space())))
         full = drop_fixed_host_loops(self.block(_generate(inside, tree, self)[1], True))
         cond = ast_expr_to_expr(build.expr_from_set(full_set))
@@ -446,7 +446,7 @@ class _Lowerer:
         self.block_dims = plan.block
         schedule, n = kernel_schedule(self.mapping.schedule, name, plan)
         assert n == depth, (n, depth)
-        build = _base_build(self.context.intersect_params(
+        build = ast_build(self.context.intersect_params(
             thread_bounds_set(plan.block, self.context.get_space())))
         ast = _generate(build, schedule, self)[1]
         body = drop_fixed_host_loops(self.block(ast, True))
@@ -573,7 +573,7 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
                                      or ["1 = 1"])
                       + " }")
     context = scop.context.align_params(space).intersect_params(ids_ctx.align_params(space))
-    build = _base_build(context)
+    build = ast_build(context)
     if settings.per_kernel or any(p.launch_domain is not None for p in mapping.plans.values()):
         low, ast = _generate_per_kernel(build, scop, mapping, settings)
     else:
@@ -595,13 +595,6 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
                        specialised={k: v for p in mapping.plans.values()
                                     for k, v in getattr(p, "specialised", {}).items()})
 
-
-def _base_build(context: isl.Set) -> isl.AstBuild:
-    """An AST build over ``context`` whose loop iterators are ``pm_c<depth>``."""
-    ids = isl.IdList.alloc(context.get_ctx(), 64)
-    for i in range(64):
-        ids = ids.add(isl.Id(f"pm_c{i}"))
-    return isl.AstBuild.from_context(context).set_iterators(ids)
 
 
 def _generate(build: isl.AstBuild, schedule: isl.Schedule, low: _Lowerer
