@@ -56,6 +56,13 @@ def thread_bounds(block: tuple[int, int, int], axes: list[str] | None = None) ->
             for a in (thread_axes(block) if axes is None else axes)]
 
 
+def mupa_text(params: str, members: str) -> str:
+    """isl text of a multi-union-pw-aff with members ``members`` over ``params``: no
+    ``[] -> `` prefix without parameters, which isl reads as a zero-member
+    expression (``[] -> [{ S[i] -> [(i)] }]`` parses as ``[]``; fuzz finding 45)."""
+    return f"[{params}] -> [{members}]" if params else f"[{members}]"
+
+
 def isl_params(sizes: list[str], text: str) -> str:
     """The parameter list to declare for isl text ``text``: the size parameters
     ``sizes`` and the ids it mentions (:func:`ids_in`)."""

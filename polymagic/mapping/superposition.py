@@ -211,8 +211,8 @@ class SuperMapper(SuperLocalisation):
                    for m in members]
         parts = ", ".join("{ " + "; ".join(f"{self._tuple(s)} -> [({e})]" for s, e in m.items())
                           + " }" for m in members)
-        return isl.MultiUnionPwAff(f"[{kir.isl_params(self.scop.size_params, parts)}] -> "
-                                   f"[{parts}]")
+        return isl.MultiUnionPwAff(kir.mupa_text(kir.isl_params(self.scop.size_params, parts),
+                                                 parts))
 
     @staticmethod
     def _loop(loop: tuple[int, int]) -> str:

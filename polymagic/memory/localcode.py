@@ -188,7 +188,8 @@ def _graft(scop: Scop, stmt: str, rel: isl.Map, descending: bool) -> isl.Schedul
         sign = "-" if descending else ""
         members = ", ".join(f"{{ {stmt}[{p}] -> [({sign}a{i})] }}" for i in range(na))
         leaf = leaf.insert_partial_schedule(
-            isl.MultiUnionPwAff(f"[{kir.isl_params(scop.size_params, members)}] -> [{members}]"))
+            isl.MultiUnionPwAff(kir.mupa_text(kir.isl_params(scop.size_params, members),
+                                              members)))
         for i in range(na):
             leaf = leaf.band_member_set_ast_loop_type(i, isl.ast_loop_type.separate)
     return leaf.root()

@@ -875,7 +875,7 @@ def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
     graft = isl.ScheduleNode.from_extension(isl.UnionMap.from_map(ext))
     leaf = graft.child(0)
     if scans:
-        leaf = leaf.insert_partial_schedule(isl.MultiUnionPwAff(f"[{params}] -> [{members}]"))
+        leaf = leaf.insert_partial_schedule(isl.MultiUnionPwAff(kir.mupa_text(params, members)))
         leaf = atomic(leaf)
     leaf = leaf.insert_filter(filt)
     if any(o != k for k, (_s, o) in enumerate(scans)):
