@@ -513,6 +513,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="refuse CPU checks of more statement instances (about half a minute)")
     p.add_argument("--cpu-cache", default="32KB,512KB", metavar="32KB,512KB",
                    help="--target openmp: the L1 and L2 sizes its tile model fits tiles into")
+    p.add_argument("--cpu-min-work", type=int, default=None, metavar="100000",
+                   help="--target openmp: statement instances per fork from which a "
+                        "parallel loop forks (fewer run serially); 0: every one forks")
     p.add_argument("--max-memory", metavar="16GB",
                    help="memory the arrays may take, three copies (default: half the free "
                         "memory)")
@@ -613,7 +616,17 @@ def options_from_namespace(ns: argparse.Namespace) -> Options:
                    block=block, mapping=ns.mapping, reductions=ns.reductions, check=ns.check, show=tuple(show), json=ns.json,
                    emu_order=ns.emu_order, quiet=ns.quiet,
                    cpu_code=ns.target == "openmp" or "c" in show,
-                   **_cpu_cache(ns.cpu_cache))
+                   **_cpu_cache(ns.cpu_cache), **_cpu_min_work(ns.cpu_min_work))
+
+
+def _cpu_min_work(value: int | None) -> dict[str, int]:
+    """``--cpu-min-work N`` (default: the cost model's, issue 32 item 6)."""
+    if value is None:
+        return {}
+    if value < 0:
+        raise OptionsError(f"--cpu-min-work takes a count of statement instances (0 or "
+                           f"more), got {value}")
+    return {"cpu_min_work": value}
 
 
 def _cpu_cache(text: str) -> dict[str, int]:

@@ -91,6 +91,8 @@ class CpuCode:
             return ""
         if not self.fork_work:
             return "; serial in the source's loop order" if self.source_order else ""
+        if self.min_work <= 0:
+            return "; every parallel loop forks (--cpu-min-work 0)"
         return (f"; each parallel only from {self.min_work} statement instances per fork "
                 f"(a fork/join costs ~{FORK_COST_US:.0f} µs), else serial"
                 + (", in the source's loop order when none is" if self.source_order else ""))

@@ -140,13 +140,18 @@ def draw(rng: random.Random, code: bool) -> list[str]:
 def draw_openmp(rng: random.Random, code: bool) -> list[str]:
     """An OpenMP campaign's arguments (``benchmarks/fuzz.py --target openmp``, issue
     32): the CPU printer reads no GPU option, so the code-changing draws are the
-    front end and the tile model's cache sizes (tiny ones make many partial tiles),
-    the run-time draws the target and a seed for the inputs."""
+    front end, the tile model's cache sizes (tiny ones make many partial tiles) and
+    the fork threshold (mostly 0: every parallel loop forks), the run-time draws the
+    target and a seed for the inputs."""
     if not code:
         return ["--target", "openmp", "--seed", str(rng.randrange(1000))]
     out = ["--python"] if rng.random() < 0.2 else []
     cache = rng.choice((None, None, "1KB,4KB", "2KB,16KB", "4KB,64KB"))
-    return out + (["--cpu-cache", cache] if cache else [])
+    # the fuzzer's sizes are small: without --cpu-min-work 0 the cost model runs
+    # every loop serially and the parallel code would go untested
+    work = rng.choice(("0", "0", "0", None))
+    return (out + (["--cpu-cache", cache] if cache else [])
+            + (["--cpu-min-work", work] if work else []))
 
 
 def defaults() -> list[str]:
