@@ -195,10 +195,12 @@ def print_cpu(scop: Scop, deps: Dependences, sched: ScheduleResult,
     body = _pragmas(ast, works, scop)
     # no tile: the schedule's only gain is its parallel loops; when none pays (or
     # there is none), the source's own order serially (cpu_cost's docstring)
-    source_order = works is not None and not any(b.tiles for b in bands)
+    domain = scop.domain.intersect_params(scop.context)
+    # (no instance at all: nothing to order, and no tree of the source to build)
+    source_order = works is not None and not any(b.tiles for b in bands) \
+        and not domain.is_empty()
     if source_order:
-        serial = _ast(scop, source_tree(scop, scop.domain.intersect_params(scop.context),
-                                        deps.validity))
+        serial = _ast(scop, source_tree(scop, domain, deps.validity))
         body = (serial if not works else
                 f"if ({' || '.join(f'pm_par[{k}]' for k in range(len(works)))}) {{\n"
                 + _indent(body, 1) + "} else {\n" + _indent(serial, 1) + "}\n")
