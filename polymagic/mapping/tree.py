@@ -9,7 +9,7 @@ from typing import Iterator
 import islpy as isl
 
 from .. import kir
-from ..isl_util import tree_params
+from ..isl_util import coalesce, tree_params
 from ..schedule.superposition import Kernel, StepLoop, ThreadGroup
 from ..scop import Scop
 
@@ -76,7 +76,7 @@ def guard_grafts(node: isl.ScheduleNode) -> isl.ScheduleNode:
     reached = node.get_prefix_schedule_union_map().intersect_domain(node.get_domain()).range()
     if reached.is_empty():
         return node
-    return node.insert_guard(isl.Set.from_union_set(reached).coalesce())
+    return node.insert_guard(coalesce(isl.Set.from_union_set(reached)))
 
 
 def single_piece(f: isl.PwAff) -> isl.PwAff:

@@ -38,6 +38,9 @@ KNOWN: tuple[Known, ...] = (
           r"schedule/__init__\.py\", line \d+ in compute_schedule|"
           r"isl_util\.py\", line \d+ in pw_aff_to_expr",
           where="docs/fuzz-findings.md#12 (a compile of about a minute)"),
+    Known("isl-dimensionality", ("compile-error",),
+          r"total dimensionality changed unexpectedly",
+          where="docs/fuzz-findings.md#50 (an isl internal error on a strided nest)"),
 )
 
 
