@@ -1,5 +1,5 @@
-// expect: 3:20 type
+// expect: 3:29 type
 // options: --size N=8
-void f(int N, char A[N]) {
+void f(int N, unsigned char A[N]) {
   A[0] = 1;
 }

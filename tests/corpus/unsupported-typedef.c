@@ -1,6 +1,6 @@
-// expect: 3:16 typedef
+// expect: 3:30 typedef
 // options: --size N=8
-typedef double real;
+typedef struct { double x; } point;
 void f(int N, double A[N], double B[N]) {
   B[0] = A[0];
 }
