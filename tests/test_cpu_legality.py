@@ -168,3 +168,15 @@ def test_a_real_error_still_fails():
         openmp.module(compiled.scop, compiled.cpu).run({**args, **sizes})
         results.append(args["Q"])
     assert compare(results[0], results[1]).mismatches > 0
+
+
+def test_openmp_runs_where_the_gpu_code_cannot_be_made():
+    """Fuzz finding 50: isl fails on this nest's GPU mapping (its own internal error);
+    the OpenMP C, printed from the schedule, does not need it: it runs and matches,
+    and a note says there is no GPU code."""
+    src = (ROOT / "tests" / "fuzz" / "regressions"
+           / "compile-error-isl-dimensionality-32003000356.c").read_text()
+    compiled, report = _openmp(src, {"N": 10, "K": 16})
+    assert report.ok, report.message
+    assert compiled.program.kernels == {} and compiled.cuda == ""
+    assert any("no GPU code" in str(n) for n in compiled.notes)

@@ -124,15 +124,7 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
         return _with_cpu(source, language, options)
     t0 = time.perf_counter()
     log = _StageLogger()
-    scop = log.run("parse", "parsing", lambda: parse(source, language),
-                   _describe_scop, key=("parse", source, language))
-    _check_sizes(scop, options)
-    deps = log.run("dependences", "dependence analysis",
-                   lambda: compute_dependences(scop, options.deps),
-                   _describe_deps, key=("deps", source, language, options.deps))
-    sched = log.run("schedule", "scheduling",
-                    lambda: compute_schedule(scop, deps, options.schedule), _describe_schedule,
-                    key=("schedule", source, language, options.deps, options.schedule))
+    scop, deps, sched = _front(source, language, options, log)
     # a host wavefront (an in-place recurrence): host loop, one block or time tiles,
     # by the cost model of compiler/recurrence.py; then the tile choice (seed 000
     # §4.3), mapping, memory plan and Kernel IR, down the ladder of isl-budget
@@ -160,10 +152,53 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
     return compiled
 
 
+def _front(source: str, language: str, options: CompileOptions, log: "_StageLogger"
+           ) -> tuple[Scop, Dependences, ScheduleResult]:
+    """The stages every target shares: parse, dependences, schedule (each cached)."""
+    scop = log.run("parse", "parsing", lambda: parse(source, language),
+                   _describe_scop, key=("parse", source, language))
+    _check_sizes(scop, options)
+    deps = log.run("dependences", "dependence analysis",
+                   lambda: compute_dependences(scop, options.deps),
+                   _describe_deps, key=("deps", source, language, options.deps))
+    sched = log.run("schedule", "scheduling",
+                    lambda: compute_schedule(scop, deps, options.schedule), _describe_schedule,
+                    key=("schedule", source, language, options.deps, options.schedule))
+    return scop, deps, sched
+
+
+def _without_gpu_code(source: str, language: str, options: CompileOptions,
+                      error: CompileError) -> Compiled:
+    """The shared stages alone, when the GPU code could not be made (an isl failure in
+    the mapping or its AST, fuzz finding 50): the CPU target prints from the schedule
+    and needs none of it, so ``--target openmp`` still runs; a note says why there is
+    no CUDA, and the program has no kernel."""
+    t0 = time.perf_counter()
+    log = _StageLogger()
+    scop, deps, sched = _front(source, language, options, log)
+    why = str(error).splitlines()[0]
+    note = Note("cpu", f"no GPU code ({why}): the OpenMP C is printed from the schedule "
+                "and does not need it", kind="fallback")
+    program = kir.Program(scop.name, {}, list(scop.size_params), {}, [], {})
+    return Compiled(scop=scop, deps=deps, schedule=sched, program=program, cuda="",
+                    host_py="", compile_s=time.perf_counter() - t0,
+                    summary="no GPU code (the mapping failed)",
+                    mapping=MappingResult(sched.schedule, {}, []), options=options,
+                    notes=tuple(deps.notes) + (note,), language=language,
+                    stages=log.stages())
+
+
 def _with_cpu(source: str, language: str, options: CompileOptions) -> Compiled:
     """The compile without the CPU code (cached), plus the CPU printer's stage: tiled
-    OpenMP C from the same schedule tree (issue 21; it reads no GPU mapping)."""
-    base = compile_source(source, replace(options, cpu_code=False), language)
+    OpenMP C from the same schedule tree (issue 21; it reads no GPU mapping, so a
+    failure of the GPU code's stages does not stop it)."""
+    gpu_options = replace(options, cpu_code=False)
+    t0 = time.perf_counter()
+    try:
+        base = compile_source(source, gpu_options, language)
+    except CompileError as e:
+        base = replace(_without_gpu_code(source, language, gpu_options, e),
+                       compile_s=time.perf_counter() - t0)
     log = _StageLogger()
     cpu = log.run("cpu", "CPU code generation",
                   lambda: print_cpu(base.scop, base.deps, base.schedule,
