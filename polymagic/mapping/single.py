@@ -38,7 +38,7 @@ from ..notes import Note
 from ..options import CompileOptions, per_thread_tile
 from ..schedule import ScheduleResult
 from ..scop import Scop
-from ..timeblock import TIME_TILES_MARK
+from ..schedule.timeblock import TIME_TILES_MARK
 from .full_tiles import full_tile_instances, full_tiles
 from .grid_fill import GridFill, grid_fill
 from .register_tiles import compute_bound, split_fixed_statements

@@ -71,7 +71,7 @@ def compute_schedule(scop: Scop, deps: Dependences, options: ScheduleOptions | N
                                  "share a private local scalar, kept per thread point "
                                  "(seed 004 §4.1-4.2)", kind="decision"))
     if options.time_tiling:
-        from ..timeblock import time_tiled_schedule
+        from .timeblock import time_tiled_schedule
         tiled, why = time_tiled_schedule(scop, deps, options.time_tiling)
         if tiled is not None:
             result.schedule = tiled

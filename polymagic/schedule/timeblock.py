@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import islpy as isl
 
-from . import kir
-from .isl_util import OperationBudget, has_parallelism, leading_coincident, param_id
-from .schedule.isl_config import MAX_OPERATIONS, configure
+from .. import kir
+from ..isl_util import OperationBudget, has_parallelism, leading_coincident, param_id
+from .isl_config import MAX_OPERATIONS, configure
 
 
 def thread_map(node: isl.ScheduleNode, threads: int, sync, bounds: isl.Set
