@@ -50,7 +50,7 @@ import islpy as isl
 from ..isl_util import TimedOut, has_parallelism, in_child, leading_coincident
 from ..mapping.tree import member_text
 from ..memory.counts import count_points
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import CompileOptions
 from ..schedule import ScheduleResult
 from ..scop import Scop, buffer_bytes
@@ -158,7 +158,7 @@ class RecurrenceChoice:
                    ", sizes not given: time tiles are costed only at given sizes") + ")")
         if self.fallback:
             text += f"; {self.fallback}"
-        return Note("recurrence", text, subject=self.loop, kind="decision")
+        return Note(Stage.RECURRENCE, text, subject=self.loop, kind="decision")
 
 
 def _ms(seconds: float) -> str:

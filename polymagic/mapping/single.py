@@ -34,7 +34,7 @@ from ..memory.localcode import LocalBuffer
 from ..memory.plan import (CopyNamer, KernelMemory, atomic, drop_register_buffers,
                            graft_copies, is_decision_about, keep_private_in_registers,
                            memory_note, plan_kernel_memory)
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import CompileOptions, per_thread_tile
 from ..schedule import ScheduleResult
 from ..scop import Scop
@@ -298,7 +298,7 @@ class SingleMapper(TimeKernels):
             if plan.memory is None:
                 plan.memory = KernelMemory()
             plan.memory.decisions = plan.memory.decisions + [Note(
-                "mapping", self.band_fill.text(), kernel=name[3:])]
+                Stage.MAPPING, self.band_fill.text(), kernel=name[3:])]
         if self.options.registers and m and reuse is None:
             from ..memory.registers import plan_registers
             mapped = full.drop_dims(isl.dim_type.set, m, n - m) if n > m else full
@@ -334,7 +334,7 @@ class SingleMapper(TimeKernels):
             memory = plan.memory or KernelMemory()
             subbed = ", ".join(member_text(full, j) for j in range(m, m + s))
             memory.decisions = memory.decisions + [Note(
-                "mapping", f"{subbed} not sub-tiled: no buffer to stage", kernel=name[3:])]
+                Stage.MAPPING, f"{subbed} not sub-tiled: no buffer to stage", kernel=name[3:])]
             return self._parallel_kernel(original, memory)
         if self.per_thread is not None:
             plan.per_thread = tuple(-(-mm.tile // mm.threads) for mm in members)
@@ -382,10 +382,10 @@ class SingleMapper(TimeKernels):
         mem = plan.memory
         dropped = {b.array for b in mem.buffers if b.array in chosen}
         mem.buffers = [b for b in mem.buffers if b.array not in chosen]
-        mem.decisions = [replace(d, stage="constant", kind="decision",
+        mem.decisions = [replace(d, stage=Stage.CONSTANT, kind="decision",
                                  text="not buffered (read from __constant__ memory)")
                          if is_decision_about(d, plan.name[3:], dropped) and
-                         d.stage != "registers" else d
+                         d.stage != Stage.REGISTERS else d
                          for d in mem.decisions] + lines
 
     def sub_tile_sizes(self, m: int, s: int) -> tuple[int, ...]:

@@ -34,7 +34,7 @@ import islpy as isl
 from .. import kir
 from ..expr import Binary, Expr, Int, Var
 from ..names import buffer_stem
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import CompileOptions
 from ..scop import Scop, buffer_bytes
 from .localise import MAX_RHO_PIECES, LocaliseError, Localisation, live_move_out, localise
@@ -136,7 +136,7 @@ class LocalPlan:
 
 def local_note(kernel: str, array: str | None, text: str, kind: str = "decision") -> Note:
     """A decision of seed 001's localisation: ``kernel: array: text``."""
-    return Note("localise", text, kernel=kernel, subject=array, kind=kind)
+    return Note(Stage.LOCALISE, text, kernel=kernel, subject=array, kind=kind)
 
 
 def _reusing(scop: Scop, prefix, array: str, window: int, who: tuple[str, str],
