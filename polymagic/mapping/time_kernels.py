@@ -20,6 +20,7 @@ from ..errors import OptionsError
 from ..isl_util import param_id
 from ..memory.localcode import LocalBuffer
 from ..memory.plan import CopyNamer
+from ..names import strip_generated
 from ..options import CompileOptions
 from ..scop import Scop
 from .result import DEFAULT_BLOCKS, HOST_PARAM, KernelPlan, MappedMember, kernel_mark
@@ -87,7 +88,7 @@ class TimeKernels:
             if self.options.time_block[1]:
                 node = self.box_block(node, plan)
         else:
-            plan.local = plan_shared(self.scop, x, self.options, name[3:], block,
+            plan.local = plan_shared(self.scop, x, self.options, strip_generated(name), block,
                                      self.options.localise[1])
             if plan.local.buffers:
                 x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
@@ -104,7 +105,7 @@ class TimeKernels:
         (:func:`.memory.localcode.plan_tile_box` with ``whole``); returns the node at
         ``node``'s position."""
         from ..memory.localcode import graft_tile_box, plan_tile_box
-        plan.local = plan_tile_box(self.scop, node, self.options, plan.name[3:], plan.block,
+        plan.local = plan_tile_box(self.scop, node, self.options, strip_generated(plan.name), plan.block,
                                    1, whole=True)
         if not plan.local.buffers:
             return node
@@ -220,7 +221,7 @@ class TimeKernels:
             seq = seq.band_split(1)
         window = self.options.localise[1] if self.options.localise else 1
         x = seq.child(0)
-        plan.local = plan_shared(self.scop, x, self.options, plan.name[3:], plan.block, window)
+        plan.local = plan_shared(self.scop, x, self.options, strip_generated(plan.name), plan.block, window)
         if TILE_FOOTPRINT:
             return self.footprint_tile(seq, x, plan, depth)
         for lb in plan.local.buffers:
@@ -240,7 +241,7 @@ class TimeKernels:
         from ..memory.localcode import graft_tile_box, plan_tile_box
         from ..schedule.timeblock import time_tiles
         steps = time_tiles(self.options.time_tiling, 1)[0]
-        plan.local = plan_tile_box(self.scop, seq, self.options, plan.name[3:], plan.block,
+        plan.local = plan_tile_box(self.scop, seq, self.options, strip_generated(plan.name), plan.block,
                                    steps)
         if not plan.local.buffers:
             return seq
@@ -253,7 +254,7 @@ class TimeKernels:
         after it."""
         from ..memory.localcode import LOCAL_LIMIT, graft_shared, graft_tile_writeback, \
             local_note, tile_footprint
-        kname = plan.name[3:]
+        kname = strip_generated(plan.name)
         keep, backs, lines, used = [], [], [], 0
         limit = min(self.options.shared_mem, LOCAL_LIMIT)
         for lb in plan.local.buffers:

@@ -34,6 +34,7 @@ import islpy as isl
 from .. import kir
 from ..expr import Access, Assign, Binary, Expr, Int, Var, accesses, map_expr
 from ..expr import walk as walk_expr
+from ..names import is_generated
 from ..notes import Note, Stage
 from ..scop import Scop
 
@@ -225,7 +226,7 @@ def _on_steps_only(names: set[str], steps: set[str]) -> bool:
     kernel's parameters (generated names start with ``pm_``), never thread ids: the
     same for every point a thread owns in the block."""
     blocks = set(kir.BLOCK_IDS.values())
-    return all(v in steps or v in blocks or not v.startswith("pm_") for v in names)
+    return all(v in steps or v in blocks or not is_generated(v) for v in names)
 
 
 def _same(a: kir.Stmt, b: kir.Stmt) -> bool:
