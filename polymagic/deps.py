@@ -35,7 +35,7 @@ from typing import Callable
 import islpy as isl
 
 from .isl_util import coalesce
-from .notes import Note
+from .notes import Note, Stage
 from .options import DependenceOptions
 from .scop import Scop
 from .source_tree import source_tree
@@ -186,10 +186,10 @@ def _compute(scop: Scop, options: DependenceOptions) -> Dependences:
             with OperationBudget(ctx, options.value_based_operations):
                 return _flow(sink, must, may, sched, tree)
         except isl.Error:
-            notes.append(Note("deps", f"{kind} dependences: isl's dataflow analysis took "
-                              f"more than {options.value_based_operations:,} operations; every "
-                              "earlier write of an element counts as a source instead (safe, "
-                              "may cost parallelism)", kind="fallback"))
+            notes.append(Note(Stage.DEPENDENCES, f"{kind} dependences: isl's dataflow "
+                              f"analysis took more than {options.value_based_operations:,} "
+                              "operations; every earlier write of an element counts as a "
+                              "source instead (safe, may cost parallelism)", kind="fallback"))
         with OperationBudget(ctx, options.dependence_operations):
             return _memory_based(sink, writes, before)
 

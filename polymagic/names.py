@@ -24,8 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+#: the prefix of every name the generated code makes for itself (iterators, registers,
+#: kernel marks ``pm_kernel0``, runtime helpers)
+GENERATED_PREFIX = "pm_"
 #: prefixes of the generated code's namespace (C reserves ``__`` for the compiler)
-RESERVED_PREFIXES = ("pm_", "__")
+RESERVED_PREFIXES = (GENERATED_PREFIX, "__")
 #: CUDA built-in variables the kernels read by name
 CUDA_BUILTINS = frozenset({"threadIdx", "blockIdx", "blockDim", "gridDim", "warpSize"})
 #: object-like macros of the headers the emulator and the CPU reference include
@@ -46,9 +49,28 @@ ISL_KEYWORDS = frozenset({"min", "max", "floor", "ceil", "mod", "exists", "and",
                           "implies", "true", "false", "infty", "NaN", "rat", "ceild", "floord"})
 
 
+def generated(stem: str) -> str:
+    """The generated code's name for ``stem``: ``pm_<stem>`` (``kernel0`` ->
+    ``pm_kernel0``), in the namespace no user identifier may enter."""
+    return GENERATED_PREFIX + stem
+
+
+def is_generated(name: str) -> bool:
+    """Is ``name`` in the generated code's namespace (``pm_...``, as written: the user's
+    ``PM_x`` is refused by the front ends, see :func:`reserved_reason`)?"""
+    return name.startswith(GENERATED_PREFIX)
+
+
+def strip_generated(name: str) -> str:
+    """``name`` without the generated prefix (``pm_kernel0`` -> ``kernel0``, the name
+    the reports and the Kernel IR give a kernel); a name without it is returned as
+    it is."""
+    return name.removeprefix(GENERATED_PREFIX)
+
+
 def reserved_reason(name: str) -> str | None:
     """Why ``name`` may not name a user's variable, or None when it may."""
-    if name.lower().startswith("pm_"):
+    if name.lower().startswith(GENERATED_PREFIX):
         return (f"the name {name!r} is reserved: names beginning with 'pm_' (in any case) "
                 "belong to the code polymagic generates; rename it")
     if name.startswith("__"):
@@ -94,9 +116,9 @@ def clashes(stem: str, user: Iterable[str]) -> bool:
 def buffer_stem(scop, stem: str) -> str:
     """``stem`` (``sh0``, ``sh0t1``, ``lc0``) for the buffers of one kernel, or
     ``pm_<stem>`` when a user identifier begins with it (see the module docstring)."""
-    return f"pm_{stem}" if clashes(stem, user_identifiers(scop)) else stem
+    return generated(stem) if clashes(stem, user_identifiers(scop)) else stem
 
 
-__all__ = ["RESERVED_PREFIXES", "CUDA_BUILTINS", "HEADER_MACROS", "ISL_KEYWORDS", "reserved_reason",
-           "isl_keyword_reason",
-           "user_identifiers", "clashes", "buffer_stem"]
+__all__ = ["GENERATED_PREFIX", "RESERVED_PREFIXES", "CUDA_BUILTINS", "HEADER_MACROS",
+           "ISL_KEYWORDS", "generated", "is_generated", "strip_generated", "reserved_reason",
+           "isl_keyword_reason", "user_identifiers", "clashes", "buffer_stem"]

@@ -15,21 +15,82 @@ Kinds:
   ``--localise``, ``--shared-mem`` capped).
 - ``info``: anything else worth a line (sampling, transfers, where inputs came from).
 
+A note's stage is a :class:`Stage`, the one vocabulary of stage names shared by
+the notes, the driver's stage log (``--show stages``) and the report's grouping.
+
 This module sits at the bottom layer: every stage imports it, it imports nothing.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 KINDS = ("decision", "fallback", "refusal", "info")
+
+
+class Stage(StrEnum):
+    """The compiler's stages, in the order they run (the report lists a kernel's notes
+    in this order).  Each is a ``str`` equal to its name (what the stage log prints and
+    the JSON report's ``stage`` field holds) and carries:
+
+    - ``label``: the heading of its notes in the grouped listing (``--show notes``);
+    - ``gpu``: its notes are about the GPU code (mapping, buffers, launches), so a run
+      on the OpenMP target (issue 21) does not show them;
+    - ``strategy``: its whole-function decisions are strategies with an option to
+      change them (the short report ranks them above other decisions).
+
+    Some are steps inside the driver's ``lowering`` entry (tiles, mapping, memory, ...):
+    they leave notes but no log line of their own.
+    """
+
+    label: str
+    gpu: bool
+    strategy: bool
+
+    def __new__(cls, name: str, label: str, gpu: bool = False,
+                strategy: bool = False) -> "Stage":
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.label, member.gpu, member.strategy = label, gpu, strategy
+        return member
+
+    OPTIONS = "options", "options"
+    PARSE = "parse", "frontend"
+    DEPENDENCES = "dependences", "dependences"
+    SCHEDULE = "schedule", "mapping choice", True
+    RECURRENCE = "recurrence", "time loop", True, True
+    TILES = "tiles", "tile sizes", True, True
+    LAYOUT = "layout", "array layout", False, True
+    MAPPING = "mapping", "mapping", True
+    MEMORY = "memory", "shared-memory buffers", True
+    LOCALISE = "localise", "localisation", True, True
+    REGISTERS = "registers", "registers", True
+    CONSTANT = "constant", "constant memory", True
+    LOWERING = "lowering", "code generation", True
+    CUDA = "cuda", "CUDA code", True
+    HOST = "host", "host code", True
+    CPU = "cpu", "OpenMP C (the CPU target)"
+    TRANSFERS = "transfers", "host-device transfers", True
+    RUN = "run", "inputs and run"
+    AUTOTUNE = "autotune", "autotune"
+
+    @property
+    def order(self) -> int:
+        """Its place in the pipeline (0 first)."""
+        return _ORDER[self]
+
+
+_ORDER = {s: i for i, s in enumerate(Stage)}
 
 
 @dataclass(frozen=True)
 class Note:
     """One line of a stage's notes.  ``str()`` joins the kernel, the subject and the
-    text with ": " (each only when set), which is exactly the line users see."""
+    text with ": " (each only when set), which is exactly the line users see.
+    ``stage`` may be given as its name; it is kept as the :class:`Stage` (an unknown
+    name is an error)."""
 
-    stage: str
+    stage: Stage
     text: str
     kernel: str | None = None
     subject: str | None = None
@@ -39,6 +100,7 @@ class Note:
     where: str | None = None
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "stage", Stage(self.stage))
         if self.kind not in KINDS:
             raise ValueError(f"unknown note kind {self.kind!r} (one of {', '.join(KINDS)})")
 
@@ -56,6 +118,6 @@ class Note:
 
     def as_dict(self) -> dict[str, str | None]:
         """The structured fields and the printed line (for the JSON report)."""
-        return {"stage": self.stage, "kind": self.kind, "kernel": self.kernel,
+        return {"stage": self.stage.value, "kind": self.kind, "kernel": self.kernel,
                 "where": self.where, "subject": self.subject, "text": self.text,
                 "line": str(self)}

@@ -21,7 +21,7 @@ import islpy as isl
 
 from .dtypes import DTYPES
 from .expr import Assign, Expr, row_major_strides
-from .notes import Note
+from .notes import Note, Stage
 
 
 def buffer_bytes(ctype: str, extents) -> int:
@@ -204,7 +204,7 @@ class Expansion:
         loops = ", ".join(self.loops)
         back = (f"; the last iteration's values are copied back to {self.array} "
                 f"({self.copy_out})" if self.copy_out else "")
-        return Note("frontend", f"written before read in every iteration of {loops} and "
+        return Note(Stage.PARSE, f"written before read in every iteration of {loops} and "
                     f"reused by each: expanded to {self.expanded} (one copy per iteration "
                     f"of {loops}), so {loops} may run in parallel{back}", subject=self.array)
 

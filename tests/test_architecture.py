@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("polymagic.options",),
     ("polymagic.frontend",),
     ("polymagic.deps", "polymagic.source_tree"),
-    ("polymagic.schedule", "polymagic.timeblock"),
+    ("polymagic.schedule",),
     ("polymagic.memory",),
     ("polymagic.mapping",),
     ("polymagic.tiles",),

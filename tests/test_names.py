@@ -137,3 +137,28 @@ def test_function_named_like_the_c_library(fn):
     src = (f"void {fn}(int N, double A[N], double B[N]) {{\n"
            "  for (int i = 0; i < N; i++)\n    B[i] = 2.0 * A[i];\n}")
     _run(src, "--size N=40")
+
+
+def test_generated_name_helpers_are_inverse():
+    """One helper for the generated namespace (issue 33): kernel marks, buffers in the
+    reserved namespace and the reports' kernel names go through it."""
+    from polymagic.mapping import MARK_PREFIX
+    from polymagic.names import GENERATED_PREFIX, generated, is_generated, strip_generated
+    assert generated("kernel0") == "pm_kernel0" and strip_generated("pm_kernel0") == "kernel0"
+    assert strip_generated("kernel0") == "kernel0"            # no prefix: as it is
+    assert is_generated(generated("c3")) and not is_generated("alpha")
+    assert MARK_PREFIX == generated("kernel") and GENERATED_PREFIX == "pm_"
+    c = compile_source(GEMM.format(s="alpha"), parse_options("--size N=64").compile)
+    assert [strip_generated(m) for m in c.mapping.plans] == list(c.program.kernels)
+
+
+def test_no_module_strips_the_generated_prefix_by_hand():
+    """``name[3:]``, ``name[len("pm_"):]`` and friends: :func:`strip_generated` instead."""
+    import pathlib
+    pkg = pathlib.Path(__file__).resolve().parent.parent / "polymagic"
+    by_hand = re.compile(r'name\[3:\]|\[len\("pm_"\):\]|(startswith|removeprefix)\("pm_"\)'
+                         r'|replace\("pm_"')
+    found = [f"{p.relative_to(pkg)}:{i}" for p in sorted(pkg.rglob("*.py"))
+             if p.name != "names.py"
+             for i, line in enumerate(p.read_text().splitlines(), 1) if by_hand.search(line)]
+    assert found == []

@@ -1,10 +1,10 @@
 """Time loops of stencils (issue 5): what exists today.
 
 ``--localise t`` naming a host time loop runs the loop inside one block (seed 001 §5,
-:mod:`polymagic.timeblock`), with the kernel specialised to the ``--size`` values;
+:mod:`polymagic.schedule.timeblock`), with the kernel specialised to the ``--size`` values;
 the rerunnable callable refuses other values with a one-line error instead of a
 failed check.  ``--time-tiling T[,S..]`` tiles isl's skewed permutable band and
-launches one kernel per wavefront of tiles (:func:`polymagic.timeblock.time_tiled_schedule`),
+launches one kernel per wavefront of tiles (:func:`polymagic.schedule.timeblock.time_tiled_schedule`),
 one block per tile: ``t`` (and the statements, or a wavefront of the spatial points)
 sequential in every thread with a barrier after each step, the spatial points over the
 block's threads (checked parallel with isl; else one thread per tile, with a note);
@@ -70,7 +70,7 @@ def _scop_deps(name):
 def test_time_band_is_skewed_and_permutable(name, members):
     """isl finds the skew: the band holding t is fully permutable, every dependence
     distance >= 0 in every member (so time-skewed rectangular tiles are legal)."""
-    from polymagic.timeblock import band_legal_for_tiling, time_tiling_band
+    from polymagic.schedule.timeblock import band_legal_for_tiling, time_tiling_band
     scop, deps = _scop_deps(name)
     band, why = time_tiling_band(scop, deps)
     assert band is not None, why
@@ -86,7 +86,7 @@ def test_time_band_is_skewed_and_permutable(name, members):
 
 
 def test_no_time_band_for_a_plain_loop_nest():
-    from polymagic.timeblock import time_tiling_band
+    from polymagic.schedule.timeblock import time_tiling_band
     scop, deps = _scop_deps("gemm.c")
     band, why = time_tiling_band(scop, deps)
     # gemm's band is permutable too (no time loop needed): the analysis only says
@@ -119,7 +119,7 @@ def test_wavefront_of_time_tiles_is_legal_and_launches_fewer(name, tiles, fixed,
     dependences forward) and the tiles of one wavefront independent, checked with isl;
     the wavefronts are far fewer than the host loop's launches (one per statement per
     step).  The mapping that emits these kernels is planned."""
-    from polymagic.timeblock import time_tiling_band, wavefront_legal, wavefront_tile_map
+    from polymagic.schedule.timeblock import time_tiling_band, wavefront_legal, wavefront_tile_map
     scop, deps = _scop_deps(name)
     band, _ = time_tiling_band(scop, deps)
     m = band.dim(isl.dim_type.out)
@@ -135,7 +135,7 @@ def test_wavefront_of_time_tiles_is_legal_and_launches_fewer(name, tiles, fixed,
 
 
 def test_wavefront_of_the_unskewed_band_is_refused():
-    from polymagic.timeblock import wavefront_legal, wavefront_tile_map
+    from polymagic.schedule.timeblock import wavefront_legal, wavefront_tile_map
     scop, deps = _scop_deps("jacobi-1d.c")
     plain = isl.MultiUnionPwAff(
         "[tsteps, n] -> [{ S0[t, i] -> [(t)]; S1[t, i] -> [(t)] }, "
@@ -234,7 +234,7 @@ def test_points_of_a_tile_parallel_at_fixed_t(name, order):
     statements in sequence and the spatial points parallel, Gauss-Seidel (in place)
     with a wavefront of the spatial points, 1d-SOR not at all (its only spatial point
     loop is sequential at fixed t: one thread per tile)."""
-    from polymagic.timeblock import intra_tile_order, time_tiling_band, wavefront_tile_map
+    from polymagic.schedule.timeblock import intra_tile_order, time_tiling_band, wavefront_tile_map
     scop, deps = _scop_deps(name)
     band, _ = time_tiling_band(scop, deps)
     m = band.dim(isl.dim_type.out)

@@ -48,7 +48,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from ..errors import PolymagicError
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import Options
 
 #: statement instances of one emulator run while ranking (≈ 0.1-0.5 s each)
@@ -546,4 +546,4 @@ __all__ = ["autotune", "AutotuneResult", "AutotuneCandidate", "candidates", "red
 
 def _note(text: str, kind: str = "info") -> Note:
     """A line of the autotune result."""
-    return Note("autotune", text, kind=kind)
+    return Note(Stage.AUTOTUNE, text, kind=kind)

@@ -12,7 +12,7 @@ import importlib.util
 from typing import Mapping
 
 from ..errors import OptionsError
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import Options
 from ..compiler import Compiled, compile_source, specialise_layout
 from ..runtime.run import RunReport, check_value_names, run
@@ -33,8 +33,8 @@ def planned_notes(options: Options) -> list[Note]:
     """Notes for options that do nothing where they were given (never silent): the
     widgets of ``--explore`` need a notebook."""
     if options.explore:
-        return [Note("options", "--explore shows widgets in a notebook (%%polycuda --explore); "
-                     "the command line ignores it", subject=None, kind="refusal")]
+        return [Note(Stage.OPTIONS, "--explore shows widgets in a notebook (%%polycuda "
+                     "--explore); the command line ignores it", subject=None, kind="refusal")]
     return []
 
 

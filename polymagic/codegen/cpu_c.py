@@ -43,7 +43,7 @@ import islpy as isl
 from ..deps import Dependences
 from ..expr import CPrinter, Expr
 from ..isl_util import OperationBudget, ast_build
-from ..notes import Note
+from ..notes import Note, Stage
 from ..schedule import ScheduleResult
 from ..scop import Scop, Statement
 from ..schedule.private import source_tree
@@ -185,7 +185,7 @@ def print_cpu(scop: Scop, deps: Dependences, sched: ScheduleResult,
             ast = _ast(scop, tree)
     except isl.Error as e:
         tiled = False
-        notes.append(Note("cpu", f"the tiled code's AST was too costly ({str(e)[:80]}): "
+        notes.append(Note(Stage.CPU, f"the tiled code's AST was too costly ({str(e)[:80]}): "
                           "untiled loops with their parallel loops marked", kind="fallback"))
         tree, bands = tile_for_cpu(scop, sched.schedule, deps.validity, cache, tile=False)
         tree, checks, dropped = verify_marks(tree, deps.validity)
@@ -209,9 +209,9 @@ def print_cpu(scop: Scop, deps: Dependences, sched: ScheduleResult,
               + _signature(scop, name) + " {\n" + DYNAMIC + _locals(scop)
               + _work_flags(scop, works, min_work) + _indent(body, 1) + _frees(scop) + RESTORE
               + "}\n")
-    notes += [Note("cpu", b.describe(), kind="decision") for b in bands] + list(dropped)
+    notes += [Note(Stage.CPU, b.describe(), kind="decision") for b in bands] + list(dropped)
     if works is None:
-        notes.append(Note("cpu", "the parallel loops' work was not counted in time: "
+        notes.append(Note(Stage.CPU, "the parallel loops' work was not counted in time: "
                           "every one runs parallel", kind="fallback"))
     lines = tuple((s.name, s.line) for s in scop.statements)
     return CpuCode(source, name, bands, tiled, tuple(notes), checks, lines, works, source_order,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ..notes import Note
+from ..notes import Note, Stage
 from .cpu_tiles import PARALLEL_MARK, SIMD_MARK, carries_nothing
 
 
@@ -79,7 +79,7 @@ def verify_marks(tree: isl.Schedule, validity: isl.UnionMap
     checks: list[MarkCheck] = []
     root = _walk(tree.get_root(), validity, checks)
     notes = tuple(
-        Note("cpu", f"omp {c.pragma} dropped on the loop of {', '.join(c.statements)}: it "
+        Note(Stage.CPU, f"omp {c.pragma} dropped on the loop of {', '.join(c.statements)}: it "
              "carries a dependence in the final loop order (a bug of the tiler, not of your "
              "code: the loop runs serially)", kind="fallback")
         for c in checks if not c.legal)

@@ -37,7 +37,7 @@ from ..errors import CompileError, InputError, PolymagicError, UnsupportedError
 from ..frontend import parse
 from ..helper_process import helper_seconds
 from ..mapping import MappingResult
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import CompileOptions, Options
 from ..schedule import ScheduleResult, compute_schedule
 from ..scop import Scop, flat_violation
@@ -48,7 +48,7 @@ from .recurrence import RecurrenceChoice, choose, without
 @dataclass(frozen=True)
 class StageLog:
     """One stage of one compile: what it gave, in one line, and how long it took."""
-    name: str                    # parse, dependences, schedule, lowering, cuda, host
+    name: Stage                  # parse, dependences, schedule, lowering, cuda, host, cpu
     seconds: float               # run time, or cache lookup time when ``cached``
     result: str                  # one line describing the stage's result
     cached: bool = False         # served from the stage cache (it did not run)
@@ -130,13 +130,13 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
     # §4.3), mapping, memory plan and Kernel IR, down the ladder of isl-budget
     # fallbacks (compiler/lowering.py)
     lowered, recurrence = log.run(
-        "lowering", "mapping",
+        Stage.LOWERING, "mapping",
         lambda: _lower_recurrence(source, language, scop, deps, sched, options,
                                   choose(scop, deps, sched, options)),
         _describe_lowered)
     program = lowered.program
-    cuda = log.run("cuda", "code generation", lambda: print_cuda(program), _describe_text)
-    host_py = log.run("host", "code generation", lambda: print_host_python(program),
+    cuda = log.run(Stage.CUDA, "code generation", lambda: print_cuda(program), _describe_text)
+    host_py = log.run(Stage.HOST, "code generation", lambda: print_host_python(program),
                       _describe_text)
     compiled = Compiled(scop=scop, deps=deps, schedule=sched, program=program, cuda=cuda,
                         host_py=host_py, compile_s=time.perf_counter() - t0,
@@ -155,13 +155,13 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
 def _front(source: str, language: str, options: CompileOptions, log: "_StageLogger"
            ) -> tuple[Scop, Dependences, ScheduleResult]:
     """The stages every target shares: parse, dependences, schedule (each cached)."""
-    scop = log.run("parse", "parsing", lambda: parse(source, language),
+    scop = log.run(Stage.PARSE, "parsing", lambda: parse(source, language),
                    _describe_scop, key=("parse", source, language))
     _check_sizes(scop, options)
-    deps = log.run("dependences", "dependence analysis",
+    deps = log.run(Stage.DEPENDENCES, "dependence analysis",
                    lambda: compute_dependences(scop, options.deps),
                    _describe_deps, key=("deps", source, language, options.deps))
-    sched = log.run("schedule", "scheduling",
+    sched = log.run(Stage.SCHEDULE, "scheduling",
                     lambda: compute_schedule(scop, deps, options.schedule), _describe_schedule,
                     key=("schedule", source, language, options.deps, options.schedule))
     return scop, deps, sched
@@ -177,7 +177,7 @@ def _without_gpu_code(source: str, language: str, options: CompileOptions,
     log = _StageLogger()
     scop, deps, sched = _front(source, language, options, log)
     why = str(error).splitlines()[0]
-    note = Note("cpu", f"no GPU code ({why}): the OpenMP C is printed from the schedule "
+    note = Note(Stage.CPU, f"no GPU code ({why}): the OpenMP C is printed from the schedule "
                 "and does not need it", kind="fallback")
     program = kir.Program(scop.name, {}, list(scop.size_params), {}, [], {})
     return Compiled(scop=scop, deps=deps, schedule=sched, program=program, cuda="",
@@ -200,7 +200,7 @@ def _with_cpu(source: str, language: str, options: CompileOptions) -> Compiled:
         base = replace(_without_gpu_code(source, language, gpu_options, e),
                        compile_s=time.perf_counter() - t0)
     log = _StageLogger()
-    cpu = log.run("cpu", "CPU code generation",
+    cpu = log.run(Stage.CPU, "CPU code generation",
                   lambda: print_cpu(base.scop, base.deps, base.schedule,
                                     CacheModel(options.cpu_l1, options.cpu_l2),
                                     options.time_tiling_operations,
@@ -263,7 +263,7 @@ def _host_time_loop(source: str, language: str, scop: Scop, deps: Dependences,
     note saying why (the ladder's way: working code and the reason, not an error)."""
     host = options.with_(time_tiling=())
     lowered = map_and_lower(scop, _schedule_cached(source, language, scop, deps, host), host)
-    note = Note("lowering", f"--time-tiling dropped: {why}; the host time loop runs the "
+    note = Note(Stage.LOWERING, f"--time-tiling dropped: {why}; the host time loop runs the "
                 "steps", kind="fallback")
     return replace(lowered, notes=(note,) + lowered.notes)
 
@@ -285,7 +285,7 @@ class _StageLogger:
     def __init__(self) -> None:
         self._logs: list[StageLog] = []
 
-    def run(self, name: str, what: str, stage: Callable[[], T], describe: Callable[[T], str],
+    def run(self, name: Stage, what: str, stage: Callable[[], T], describe: Callable[[T], str],
             key: tuple | None = None) -> T:
         """``stage()``'s result (``_CACHE[key]`` when there), logged as ``name``;
         ``what`` names the stage in an internal-error message."""
@@ -467,7 +467,7 @@ def specialise_layout(compiled: Compiled, options: O, arrays: Mapping[str, objec
     c = compile_source(compiled.scop.source, options, language=compiled.language)
     if layout:
         views = ", ".join(f"{n} (element strides {', '.join(map(str, s))})" for n, s in layout)
-        note = Note("layout", f"the DL coalescing model used the real strides of {views}",
+        note = Note(Stage.LAYOUT, f"the DL coalescing model used the real strides of {views}",
                     kind="info")
         if note not in c.notes:
             c = replace(c, notes=c.notes + (note,))

@@ -33,7 +33,7 @@ from ..isl_util import OperationBudget, budget_spent
 from ..lower import LowerOptions, lower
 from ..mapping import MappingResult, map_schedule
 from ..tiles.search import search_schedule
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import CompileOptions
 from ..schedule import ScheduleResult
 from ..scop import Scop
@@ -85,12 +85,12 @@ def search_tiles(scop: Scop, sched: ScheduleResult, options: CompileOptions
         # the time tiles' sizes are --time-tiling's; seed 000 §4.3's model has no
         # time-skewed tiles (fuzz finding 40: a KeyError in the search)
         return options.with_(tile_auto=False), None, [Note(
-            "tiles", "--tile auto: no search with --time-tiling (its tiles are "
+            Stage.TILES, "--tile auto: no search with --time-tiling (its tiles are "
             "--time-tiling's sizes; other kernels take the default tiles)", kind="refusal")]
     if not options.tile_auto:
         return options, None, []
     found = search_schedule(scop, sched, options, options.sizes)
-    return found.options(options), found.tile, [Note("tiles", found.summary())] + found.notes
+    return found.options(options), found.tile, [Note(Stage.TILES, found.summary())] + found.notes
 
 
 def lower_mapping(scop: Scop, sched: ScheduleResult, options: CompileOptions,
@@ -200,7 +200,7 @@ def lower_unlocalised(scop: Scop, sched: ScheduleResult, options: CompileOptions
 
 def _fallback(text: str) -> Note:
     """A note of a rung of the ladder taken."""
-    return Note("lowering", text, kind="fallback")
+    return Note(Stage.LOWERING, text, kind="fallback")
 
 
 def lower_options(options: CompileOptions) -> LowerOptions:
@@ -237,7 +237,7 @@ def _stage_notes(sched: ScheduleResult, mapping: MappingResult, options: Compile
     notes += [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
     notes += [d for plan in mapping.plans.values() if plan.local for d in plan.local.decisions]
     if options.localise is not None and not any(p.local for p in mapping.plans.values()):
-        notes.append(Note("lowering", f"--localise {options.localise[0]}: no kernel runs a "
+        notes.append(Note(Stage.LOWERING, f"--localise {options.localise[0]}: no kernel runs a "
                           f"sequential loop '{options.localise[0]}' inside its threads; "
                           "nothing was localised", kind="refusal"))
     return notes

@@ -10,7 +10,7 @@ N=512: 541 launches of at most 16 threads).  Three mappings are possible:
 * ``block`` — the wavefront loop inside one block of one kernel, its data
   localised in shared memory along it (seed 001, Größlinger CC 2009, §4 and §5:
   "our experiments use only one multiprocessor at a time"; ``--localise LOOP``,
-  :mod:`polymagic.timeblock`);
+  :mod:`polymagic.schedule.timeblock`);
 * ``tiles`` — time-skewed tiles launched once per tile wavefront
   (``--time-tiling``, issue 5), where isl finds a permutable time band.
 
@@ -50,7 +50,7 @@ import islpy as isl
 from ..isl_util import TimedOut, has_parallelism, in_child, leading_coincident
 from ..mapping.tree import member_text
 from ..memory.counts import count_points
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import CompileOptions
 from ..schedule import ScheduleResult
 from ..scop import Scop, buffer_bytes
@@ -158,7 +158,7 @@ class RecurrenceChoice:
                    ", sizes not given: time tiles are costed only at given sizes") + ")")
         if self.fallback:
             text += f"; {self.fallback}"
-        return Note("recurrence", text, subject=self.loop, kind="decision")
+        return Note(Stage.RECURRENCE, text, subject=self.loop, kind="decision")
 
 
 def _ms(seconds: float) -> str:
@@ -326,7 +326,7 @@ def tiles_candidate(scop: Scop, deps, f: _Figures, sizes: Mapping[str, int]
     one: a launch per tile wavefront (``Σ_j ⌈E_j / T_j⌉ − m + 1`` for band extents
     ``E_j``), each tile a chain of ``T_0 + Σ T_j`` steps in shared memory after one
     global latency; each element loaded once per time tile it lives in."""
-    from ..timeblock import time_tiles, time_tiling_band
+    from ..schedule.timeblock import time_tiles, time_tiling_band
 
     def band_text() -> str | None:
         band, _why = time_tiling_band(scop, deps)

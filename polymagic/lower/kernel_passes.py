@@ -12,6 +12,7 @@ from ..expr import Access, Int, Var
 from ..expr import walk as walk_expr
 from ..mapping import KernelPlan
 from ..memory.registers import RegisterPlan, decision_line, promote_registers
+from ..names import strip_generated
 
 
 def promote_plan_registers(plan: KernelPlan, body: list[kir.Stmt], buffers: list
@@ -35,7 +36,7 @@ def promote_plan_registers(plan: KernelPlan, body: list[kir.Stmt], buffers: list
     private = frozenset(n for n in targets if owner[n].private)
     body, decls, result = promote_registers(body, targets, members, private,
                                             pieces=plan.full_tiles)
-    kname = plan.name[len("pm_"):]
+    kname = strip_generated(plan.name)
     for n, (made, skipped, once) in result.items():
         owner[n].registers += made
         owner[n].skipped += skipped

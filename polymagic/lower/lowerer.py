@@ -23,6 +23,7 @@ from ..isl_util import ast_build, ast_expr_to_expr, pw_aff_to_expr, val_to_int
 from ..mapping import HOST_PARAM, MARK_PREFIX, KernelPlan, MappingResult
 from ..memory.plan import SCAN_MARK, BufferPlan, chunk_guards, copy_split_params, scan_renames
 from ..memory.registers import eliminate_redundant_loads
+from ..names import strip_generated
 from ..scop import Scop
 from .kernel_passes import (accessed_arrays, copy_split_values, mark_unroll, plan_summary,
                             promote_plan_registers, rename_loops)
@@ -482,7 +483,7 @@ class _Lowerer:
         if guard:
             body = [kir.If(_conjoin(guard), body)]
         body = copy_split_values(body, plan.block)
-        kname = name[len("pm_"):] if name.startswith("pm_") else name   # as in the plan's notes
+        kname = strip_generated(name)   # as in the plan's notes
         if kname in self.kernels:            # isl generated the marked subtree twice
             kname = f"{kname}_{len(self.kernels)}"
         used = kir.used_vars(body) - {b.name for b in shared} - {r.name for r in registers}

@@ -16,6 +16,7 @@ import islpy as isl
 from .. import kir
 from ..memory.localcode import LocalBuffer, LocalPlan
 from ..memory.plan import BufferPlan, KernelMemory
+from ..names import generated
 from .grid_fill import GridFill
 
 DEFAULT_TILES = {1: (256,), 2: (32, 32), 3: (4, 8, 32)}
@@ -25,7 +26,7 @@ DEFAULT_SUB_TILE = 16
 #: loops in (per-kernel code generation, :func:`polymagic.lower.per_kernel.kernel_schedule`).
 HOST_PARAM = "pm_h"
 #: kernel marks of the mapped tree are named ``pm_kernel0``, ``pm_kernel1``, ...
-MARK_PREFIX = "pm_kernel"
+MARK_PREFIX = generated("kernel")
 
 
 def kernel_mark(node: isl.ScheduleNode) -> str | None:

@@ -34,11 +34,12 @@ from ..memory.localcode import LocalBuffer
 from ..memory.plan import (CopyNamer, KernelMemory, atomic, drop_register_buffers,
                            graft_copies, is_decision_about, keep_private_in_registers,
                            memory_note, plan_kernel_memory)
-from ..notes import Note
+from ..names import strip_generated
+from ..notes import Note, Stage
 from ..options import CompileOptions, per_thread_tile
 from ..schedule import ScheduleResult
 from ..scop import Scop
-from ..timeblock import TIME_TILES_MARK
+from ..schedule.timeblock import TIME_TILES_MARK
 from .full_tiles import full_tile_instances, full_tiles
 from .grid_fill import GridFill, grid_fill
 from .register_tiles import compute_bound, split_fixed_statements
@@ -128,11 +129,11 @@ class SingleMapper(TimeKernels):
             regs = {r.array for r in (plan.memory.registers if plan.memory else [])}
             buffered |= {(s.name, k) for s in self.scop.statements
                          for k, a in enumerate(s.accesses) if a.array in regs}
-            node, plan.local = auto_localise(self.scop, node, plan.name[3:], plan.block,
+            node, plan.local = auto_localise(self.scop, node, strip_generated(plan.name), plan.block,
                                              self.options, buffered, self.local_copies,
                                              member_text, loops)
             return node
-        node, plan.local = localise_kernel(self.scop, node, plan.name[3:], plan.block,
+        node, plan.local = localise_kernel(self.scop, node, strip_generated(plan.name), plan.block,
                                            self.options, buffered, self.local_copies,
                                            member_text)
         return node
@@ -288,17 +289,17 @@ class SingleMapper(TimeKernels):
             plan.memory = reuse
         elif self.options.shared != "none" and not rectangular:
             plan.memory = KernelMemory(decisions=[memory_note(
-                name[3:], None, "no buffers: the tiles are skewed (band or host loops are not "
+                strip_generated(name), None, "no buffers: the tiles are skewed (band or host loops are not "
                 "plain loop iterators); buffers over skewed tiles are not planned yet")])
         elif self.options.shared != "none":
-            plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name[3:],
+            plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, strip_generated(name),
                                              host_prefix, m)
         plan.grid_fill = self.band_fill
         if self.band_fill is not None and reuse is None:
             if plan.memory is None:
                 plan.memory = KernelMemory()
             plan.memory.decisions = plan.memory.decisions + [Note(
-                "mapping", self.band_fill.text(), kernel=name[3:])]
+                Stage.MAPPING, self.band_fill.text(), kernel=strip_generated(name))]
         if self.options.registers and m and reuse is None:
             from ..memory.registers import plan_registers
             mapped = full.drop_dims(isl.dim_type.set, m, n - m) if n > m else full
@@ -315,16 +316,16 @@ class SingleMapper(TimeKernels):
                 # dropped for size: then it stays a private register, never in memory
                 buffered = {b.array for b in plan.memory.buffers}
                 private = frozenset(t for t in private if t not in buffered)
-            regs, lines = plan_registers(self.scop, domain, point, name[3:],
+            regs, lines = plan_registers(self.scop, domain, point, strip_generated(name),
                                          [mm.loop for mm in members],
                                          [member_text(full, i) for i in range(m, n)],
                                          n_host=node.get_schedule_depth(), private=private)
             for r in regs:
                 r.line += len(plan.memory.decisions)
             plan.memory.registers, plan.memory.decisions = regs, plan.memory.decisions + lines
-            drop_register_buffers(plan.memory, name[3:], self.options,
+            drop_register_buffers(plan.memory, strip_generated(name), self.options,
                                   math.prod(-(-mm.tile // mm.threads) for mm in members))
-            keep_private_in_registers(plan.memory, name[3:], private)
+            keep_private_in_registers(plan.memory, strip_generated(name), private)
         if m:
             # before the check below: a buffer replaced by __constant__ memory stages nothing
             self.constant_arrays(plan, domain, host_prefix, full, n, m,
@@ -334,7 +335,7 @@ class SingleMapper(TimeKernels):
             memory = plan.memory or KernelMemory()
             subbed = ", ".join(member_text(full, j) for j in range(m, m + s))
             memory.decisions = memory.decisions + [Note(
-                "mapping", f"{subbed} not sub-tiled: no buffer to stage", kernel=name[3:])]
+                Stage.MAPPING, f"{subbed} not sub-tiled: no buffer to stage", kernel=strip_generated(name))]
             return self._parallel_kernel(original, memory)
         if self.per_thread is not None:
             plan.per_thread = tuple(-(-mm.tile // mm.threads) for mm in members)
@@ -374,7 +375,7 @@ class SingleMapper(TimeKernels):
         ``__constant__`` memory (not to shared buffers)."""
         mapped = full.drop_dims(isl.dim_type.set, m, n - m) if n > m else full
         point = host_prefix.flat_range_product(isl.UnionMap.from_multi_union_pw_aff(mapped))
-        chosen, lines = self.constants.consider(plan.name[3:], domain, point, n_host)
+        chosen, lines = self.constants.consider(strip_generated(plan.name), domain, point, n_host)
         if not lines and not chosen:
             return
         if plan.memory is None:
@@ -382,10 +383,10 @@ class SingleMapper(TimeKernels):
         mem = plan.memory
         dropped = {b.array for b in mem.buffers if b.array in chosen}
         mem.buffers = [b for b in mem.buffers if b.array not in chosen]
-        mem.decisions = [replace(d, stage="constant", kind="decision",
+        mem.decisions = [replace(d, stage=Stage.CONSTANT, kind="decision",
                                  text="not buffered (read from __constant__ memory)")
-                         if is_decision_about(d, plan.name[3:], dropped) and
-                         d.stage != "registers" else d
+                         if is_decision_about(d, strip_generated(plan.name), dropped) and
+                         d.stage != Stage.REGISTERS else d
                          for d in mem.decisions] + lines
 
     def sub_tile_sizes(self, m: int, s: int) -> tuple[int, ...]:

@@ -11,7 +11,7 @@ from ..memory.localcode import LocalPlan
 from ..names import buffer_stem
 from ..memory.plan import BufferPlan, CopyNamer, KernelMemory, drop_register_buffers, \
     graft_copies, is_decision_about, memory_note
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import CompileOptions
 from ..schedule.superposition import Kernel, SuperPlan, ThreadGroup
 from ..scop import Scop
@@ -126,7 +126,7 @@ class SuperMemory:
                                                arrays, self._fixed(pre), False)
                 lines = [replace(ln, text=f"{ln.text} in {group}") for ln in lines]
         except isl.Error:
-            self.mem.decisions.append(Note("memory", "no buffers: planning them took too many "
+            self.mem.decisions.append(Note(Stage.MEMORY, "no buffers: planning them took too many "
                                            "isl operations", kernel=self.kname, where=group,
                                            kind="fallback"))
             return []
@@ -145,7 +145,7 @@ class SuperMemory:
         self.mem.buffers = [b for b in self.mem.buffers if b.array not in chosen]
         self.block_bufs = [b for b in self.block_bufs if b.array not in chosen]
         self.deferred = [a for a in self.deferred if a not in chosen]
-        self.mem.decisions = [replace(d, stage="constant", kind="decision",
+        self.mem.decisions = [replace(d, stage=Stage.CONSTANT, kind="decision",
                                       text="not buffered (read from __constant__ memory)")
                               if is_decision_about(d, self.kname, dropped) else d
                               for d in self.mem.decisions] + lines

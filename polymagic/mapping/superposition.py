@@ -21,6 +21,7 @@ from ..isl_util import param_id
 from ..memory.constant import ConstantChooser
 from ..memory.localcode import LocalBuffer, LocalPlan
 from ..memory.plan import BufferPlan, CopyNamer, atomic, graft_copies
+from ..names import strip_generated
 from ..options import CompileOptions, per_thread_tile
 from ..schedule.loop_kinds import reduction_operator
 from ..schedule.superposition import Kernel, StepLoop, SuperPlan, ThreadGroup
@@ -300,7 +301,7 @@ class SuperMapper(SuperLocalisation):
         host = node.get_prefix_schedule_union_map().intersect_domain(domain)
         n_host = node.get_schedule_depth()
         point = self.thread_points(k, host)
-        constant = self.constants.consider(name[3:], domain, point, n_host) \
+        constant = self.constants.consider(strip_generated(name), domain, point, n_host) \
             if point is not None and (k.block or thread_dims(k)) else (set(), [])
         if k.block:
             tile_sched = self._mupa([{s: f"floor(({self._loop(b[s])})/{t})" for s in k.statements}
@@ -324,7 +325,7 @@ class SuperMapper(SuperLocalisation):
             for j in range(len(k.block)):
                 node = node.band_member_set_coincident(j, 1)
             node = atomic(node)
-            self.memory = self.block_memory(name[3:], k, node.child(0), host)
+            self.memory = self.block_memory(strip_generated(name), k, node.child(0), host)
             self.memory.constants(*constant)
             self.start_local(k, domain, point, n_host, constant[0])
             depth = node.get_tree_depth()
@@ -336,7 +337,7 @@ class SuperMapper(SuperLocalisation):
             if self.memory.mem.buffers:
                 node = guard_grafts(node.child(0).child(0)).parent().parent()
         else:
-            self.memory = self.block_memory(name[3:], k, None, host)
+            self.memory = self.block_memory(strip_generated(name), k, None, host)
             self.memory.constants(*constant)
             self.start_local(k, domain, point, n_host, constant[0])
             node = self.items(node, k.body, True)
@@ -344,7 +345,7 @@ class SuperMapper(SuperLocalisation):
         mem, self.memory = self.memory.result(), None
         kp = KernelPlan(name, members, [], list(k.statements), memory=mem,
                         threads=blk, text=self.summary(k, tiles, blk),
-                        member_points=False, local=self.end_local(k, name[3:]))
+                        member_points=False, local=self.end_local(k, strip_generated(name)))
         kp.specialised, self.specialised = self.specialised, {}
         if per_thread_tile(self.options.tile_levels, self.options.block) is not None:
             kp.per_thread = self.points_per_thread(k, tiles, blk)

@@ -20,6 +20,7 @@ from ..errors import OptionsError
 from ..isl_util import param_id
 from ..memory.localcode import LocalBuffer
 from ..memory.plan import CopyNamer
+from ..names import strip_generated
 from ..options import CompileOptions
 from ..scop import Scop
 from .result import DEFAULT_BLOCKS, HOST_PARAM, KernelPlan, MappedMember, kernel_mark
@@ -44,7 +45,7 @@ class TimeKernels:
     def time_in_block(self, node: isl.ScheduleNode) -> bool:
         """``--localise t`` names this host loop (one of the iterators it combines),
         or the recurrence model chose it (:attr:`CompileOptions.time_block`): run it
-        inside one block instead (:mod:`.timeblock`)."""
+        inside one block instead (:mod:`..schedule.timeblock`)."""
         if self.options.time_block is not None:
             # the recurrence model's one block (compiler/recurrence.py): that loop only
             return member_text(node.band_get_partial_schedule(), 0) == \
@@ -61,7 +62,7 @@ class TimeKernels:
         its whole footprint, :meth:`box_block`)."""
         from ..memory.localcode import graft_shared, plan_shared
         from ..memory.plan import _sync_graft
-        from ..timeblock import thread_map
+        from ..schedule.timeblock import thread_map
         name = self.new_name()
         threads = (self.options.block or (256,))[0]
         text = member_text(node.band_get_partial_schedule(), 0)
@@ -87,7 +88,7 @@ class TimeKernels:
             if self.options.time_block[1]:
                 node = self.box_block(node, plan)
         else:
-            plan.local = plan_shared(self.scop, x, self.options, name[3:], block,
+            plan.local = plan_shared(self.scop, x, self.options, strip_generated(name), block,
                                      self.options.localise[1])
             if plan.local.buffers:
                 x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
@@ -104,7 +105,7 @@ class TimeKernels:
         (:func:`.memory.localcode.plan_tile_box` with ``whole``); returns the node at
         ``node``'s position."""
         from ..memory.localcode import graft_tile_box, plan_tile_box
-        plan.local = plan_tile_box(self.scop, node, self.options, plan.name[3:], plan.block,
+        plan.local = plan_tile_box(self.scop, node, self.options, strip_generated(plan.name), plan.block,
                                    1, whole=True)
         if not plan.local.buffers:
             return node
@@ -117,11 +118,11 @@ class TimeKernels:
         of tile coordinates ``c_1..`` (one block each, innermost on x), its child the
         sequential points (the skewed time loop first), then the coincident points,
         distributed cyclically over the block's threads (``b ≡ tid (mod B)``, as
-        :func:`.timeblock.thread_map` does for one block) with a barrier after each
-        sequential point (:func:`.timeblock.time_tiled_schedule` checked with isl that
+        :func:`..schedule.timeblock.thread_map` does for one block) with a barrier after each
+        sequential point (:func:`..schedule.timeblock.time_tiled_schedule` checked with isl that
         no dependence joins two points of one sequential step)."""
         from ..memory.plan import _sync_graft
-        from ..timeblock import time_tiles
+        from ..schedule.timeblock import time_tiles
         name = self.new_name()
         nc = node.band_n_member()
         cband = node.band_get_partial_schedule()
@@ -220,7 +221,7 @@ class TimeKernels:
             seq = seq.band_split(1)
         window = self.options.localise[1] if self.options.localise else 1
         x = seq.child(0)
-        plan.local = plan_shared(self.scop, x, self.options, plan.name[3:], plan.block, window)
+        plan.local = plan_shared(self.scop, x, self.options, strip_generated(plan.name), plan.block, window)
         if TILE_FOOTPRINT:
             return self.footprint_tile(seq, x, plan, depth)
         for lb in plan.local.buffers:
@@ -238,9 +239,9 @@ class TimeKernels:
         001 (``--localise t``) take 40 s to minutes.  Returns the node at ``seq``'s
         position."""
         from ..memory.localcode import graft_tile_box, plan_tile_box
-        from ..timeblock import time_tiles
+        from ..schedule.timeblock import time_tiles
         steps = time_tiles(self.options.time_tiling, 1)[0]
-        plan.local = plan_tile_box(self.scop, seq, self.options, plan.name[3:], plan.block,
+        plan.local = plan_tile_box(self.scop, seq, self.options, strip_generated(plan.name), plan.block,
                                    steps)
         if not plan.local.buffers:
             return seq
@@ -253,7 +254,7 @@ class TimeKernels:
         after it."""
         from ..memory.localcode import LOCAL_LIMIT, graft_shared, graft_tile_writeback, \
             local_note, tile_footprint
-        kname = plan.name[3:]
+        kname = strip_generated(plan.name)
         keep, backs, lines, used = [], [], [], 0
         limit = min(self.options.shared_mem, LOCAL_LIMIT)
         for lb in plan.local.buffers:
@@ -302,7 +303,7 @@ def written_so_far(scop: Scop, lb) -> isl.Map:
 def wavefront_launch(domain: isl.UnionSet, b0: isl.UnionPwAff, t0: int,
                       block_first: list[isl.UnionPwAff], host: int) -> isl.UnionSet:
     """The instances of one launch of a time-tiled kernel as an affine set: the
-    wavefront ``w = floor(b0/T0) + c_1 + .. + c_m`` (:func:`.timeblock.wavefront_tile_map`)
+    wavefront ``w = floor(b0/T0) + c_1 + .. + c_m`` (:func:`..schedule.timeblock.wavefront_tile_map`)
     equals the launch's host value ``pm_h<host>`` and each tile coordinate ``c_j`` is
     its block's (``block_first[j]``, affine in the block ids), so
     ``T0·(pm_h - Σ c_j) <= b0 <= T0·(pm_h - Σ c_j) + T0 - 1``.  Without floors, isl's

@@ -22,7 +22,7 @@ import numpy as np
 from .. import kir
 from ..expr import evaluate
 from ..dtypes import DTYPES
-from ..notes import Note
+from ..notes import Note, Stage
 from ..scop import Scop
 
 #: Bytes of constant memory a CUDA module may declare.
@@ -84,7 +84,7 @@ class ConstantChooser:
             with OperationBudget(self.scop.context.get_ctx(), PLAN_OPERATIONS):
                 return self._consider(kernel, domain, point, n_host)
         except isl.Error:
-            return set(), [Note("constant", f"no constant memory: deciding it took more than "
+            return set(), [Note(Stage.CONSTANT, f"no constant memory: deciding it took more than "
                                 f"{PLAN_OPERATIONS} isl operations", kernel=kernel,
                                 kind="fallback")]
 
@@ -108,7 +108,7 @@ class ConstantChooser:
                 reads[a.array] = reads[a.array].union(rel) if a.array in reads else rel
         for array in [a for a in self.scop.arrays if a in reads]:
             def head(text: str, array: str = array) -> Note:
-                return Note("constant", text, kernel=kernel, subject=array)
+                return Note(Stage.CONSTANT, text, kernel=kernel, subject=array)
             if not self.enabled:
                 continue
             if array in self.refused:

@@ -26,6 +26,7 @@ from typing import Mapping, Protocol
 import islpy as isl
 
 from .. import kir
+from ..names import strip_generated
 from ..scop import Scop
 from .plan import KernelMemory
 
@@ -101,7 +102,7 @@ def predict_counts(scop: Scop, mapping: MappedKernels, sizes: Mapping[str, int],
     (fallbacks) count as unbuffered references."""
     out: dict[str, KernelCounts] = {}
     for pname, plan in mapping.plans.items():
-        kname = pname[len("pm_"):] if pname.startswith("pm_") else pname
+        kname = strip_generated(pname)
         buffers = list(plan.memory.buffers) if plan.memory else []
         if program is not None:
             k = program.kernels.get(kname)

@@ -34,7 +34,7 @@ import islpy as isl
 from .. import kir
 from ..expr import Binary, Expr, Int, Var
 from ..names import buffer_stem
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import CompileOptions
 from ..scop import Scop, buffer_bytes
 from .localise import MAX_RHO_PIECES, LocaliseError, Localisation, live_move_out, localise
@@ -136,7 +136,7 @@ class LocalPlan:
 
 def local_note(kernel: str, array: str | None, text: str, kind: str = "decision") -> Note:
     """A decision of seed 001's localisation: ``kernel: array: text``."""
-    return Note("localise", text, kernel=kernel, subject=array, kind=kind)
+    return Note(Stage.LOCALISE, text, kernel=kernel, subject=array, kind=kind)
 
 
 def _reusing(scop: Scop, prefix, array: str, window: int, who: tuple[str, str],
@@ -694,7 +694,7 @@ def time_slices(seq: isl.ScheduleNode, prefix: isl.UnionMap, steps: int
     """``prefix`` (instances -> the tile's prefix ``[w, c_1, ..]``) cut into the tile's
     ``steps`` time steps: slice ``k`` holds the instances whose skewed time ``b_0`` (the
     first member of ``seq``) is ``T·c_0 + k``, with ``c_0 = w − c_1 − ...`` the tile's
-    time coordinate (:func:`..timeblock.wavefront_tile_map`).  With the step an
+    time coordinate (:func:`..schedule.timeblock.wavefront_tile_map`).  With the step an
     affine function of the prefix, the image of a slice under an access has no
     existential variable, where the image of the whole tile keeps the time step as
     one (with the skew's strides): isl's AST generator scans the union of the slices'

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from ..isl_util import OperationBudget, TimedOut, budget_spent, in_child
-from ..notes import Note
+from ..notes import Note, Stage
 from ..scop import Scop
 from .scratchpad import data_spaces
 
@@ -371,17 +371,17 @@ def localise(scop: Scop, prefix: isl.UnionMap, array: str, window: int = 1,
     else:
         index, extents = _box_index(c)
         layout = "box"
-        notes.append(Note("localise", f"bounding-box layout instead of the compact placement "
+        notes.append(Note(Stage.LOCALISE, f"bounding-box layout instead of the compact placement "
                           f"({why})", subject=array, kind="fallback"))
     if None in extents:
-        notes.append(Note("localise", "the cached set grows with the problem size",
+        notes.append(Note(Stage.LOCALISE, "the cached set grows with the problem size",
                           subject=array, kind="info"))
     try:
         with OperationBudget(c.get_ctx(), COUNT_OPERATIONS):
             drifts, const = drift(index, g)
     except isl.Error:
         drifts, const = [], None
-        notes.append(Note("localise", "the drift was not computed (too many isl operations); "
+        notes.append(Note(Stage.LOCALISE, "the drift was not computed (too many isl operations); "
                           "no reorganisation is generated", subject=array, kind="fallback"))
     return Localisation(array, window, [(d.stmt, d.ref) for d in spaces], c, i, o, g,
                         count, index, extents, layout, drifts, const,

@@ -26,7 +26,7 @@ import math
 import islpy as isl
 
 from .. import kir
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import CompileOptions
 from ..names import buffer_stem
 from ..scop import Scop
@@ -81,7 +81,7 @@ class KernelMemory:
     def dropped_any(self) -> bool:
         """A buffer was dropped to fit ``--shared-mem`` (:func:`fit_buffers`' notes: the
         memory plan's only fallbacks about one array)."""
-        return any(d.stage == "memory" and d.kind == "fallback" and d.subject is not None
+        return any(d.stage == Stage.MEMORY and d.kind == "fallback" and d.subject is not None
                    for d in self.decisions)
 
 
@@ -92,7 +92,7 @@ GLOBAL_ONLY = ("read or written through a data-dependent subscript or condition:
 
 def memory_note(kernel: str, array: str | None, text: str, kind: str = "decision") -> Note:
     """A buffer decision of the memory plan: ``kernel: array: text``."""
-    return Note("memory", text, kernel=kernel, subject=array, kind=kind)
+    return Note(Stage.MEMORY, text, kernel=kernel, subject=array, kind=kind)
 
 
 def is_decision_about(note: Note, kernel: str, arrays) -> bool:
@@ -494,8 +494,8 @@ def _unbuffer(mem: KernelMemory, kernel: str, arrays: list[str], why: str) -> No
     mem.buffers = [b for b in mem.buffers if b.array not in arrays]
     lines = {r.line for r in mem.registers}
     for i, d in enumerate(mem.decisions):
-        if is_decision_about(d, kernel, arrays) and d.stage != "registers" and i not in lines:
-            mem.decisions[i] = replace(d, stage="registers", kind="decision", text=why)
+        if is_decision_about(d, kernel, arrays) and d.stage != Stage.REGISTERS and i not in lines:
+            mem.decisions[i] = replace(d, stage=Stage.REGISTERS, kind="decision", text=why)
 
 
 def keep_private_in_registers(mem: KernelMemory, kernel: str, private: frozenset[str]

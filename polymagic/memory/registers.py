@@ -34,7 +34,8 @@ import islpy as isl
 from .. import kir
 from ..expr import Access, Assign, Binary, Expr, Int, Var, accesses, map_expr
 from ..expr import walk as walk_expr
-from ..notes import Note
+from ..names import is_generated
+from ..notes import Note, Stage
 from ..scop import Scop
 
 #: Most registers one array may take per thread (one per point a thread owns): an
@@ -97,7 +98,7 @@ def plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
             return _plan_registers(scop, domain, point, kernel, thread_loops, seq_loops,
                                    n_host, private)
     except isl.Error:
-        return [], [Note("registers", f"no registers: planning them took more than "
+        return [], [Note(Stage.REGISTERS, f"no registers: planning them took more than "
                          f"{PLAN_OPERATIONS} isl operations", kernel=kernel, kind="fallback")]
 
 
@@ -131,7 +132,7 @@ def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
             continue
         per_point = point.reverse().apply_range(rel)
         def head(text: str, array: str = array) -> Note:
-            return Note("registers", text, kernel=kernel, subject=array)
+            return Note(Stage.REGISTERS, text, kernel=kernel, subject=array)
         if not scop.arrays[array].shape:
             lines.append(head("not in a register (a scalar shared by every thread)"))
             continue
@@ -185,7 +186,7 @@ def decision_line(kernel: str, plan: RegisterPlan) -> Note:
     else:
         why = "; ".join(sorted(set(plan.skipped))) or "no loop to hoist the accesses out of"
         text = f"not in a register ({why})"
-    return Note("registers", text, kernel=kernel, subject=plan.array)
+    return Note(Stage.REGISTERS, text, kernel=kernel, subject=plan.array)
 
 
 # ---- the Kernel IR pass ----------------------------------------------------------------
@@ -225,7 +226,7 @@ def _on_steps_only(names: set[str], steps: set[str]) -> bool:
     kernel's parameters (generated names start with ``pm_``), never thread ids: the
     same for every point a thread owns in the block."""
     blocks = set(kir.BLOCK_IDS.values())
-    return all(v in steps or v in blocks or not v.startswith("pm_") for v in names)
+    return all(v in steps or v in blocks or not is_generated(v) for v in names)
 
 
 def _same(a: kir.Stmt, b: kir.Stmt) -> bool:

@@ -30,6 +30,7 @@ import numpy as np
 from .. import kir
 from ..compiler import Compiled
 from ..mapping import MappingResult
+from ..names import strip_generated
 from ..notes import Note
 from .islnp import eval_pw_multi_aff, set_points
 from ..options import Options
@@ -135,7 +136,7 @@ def mapping_of(compiled: Compiled, options: Options) -> MappingInfo:
     for mark, plan in mapping.plans.items():
         mem = plan.memory
         kernels.append(KernelInfo(
-            mark.replace("pm_", "", 1), mark, list(plan.statements), list(plan.members),
+            strip_generated(mark), mark, list(plan.statements), list(plan.members),
             list(plan.sub_tiles), list(plan.sequential), plan.block,
             list(mem.buffers) if mem else [], list(mem.decisions) if mem else [],
             filters.get(mark, {})))

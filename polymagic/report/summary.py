@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from .. import kir
 from ..compiler import Compiled
-from ..mapping import MARK_PREFIX, KernelPlan
+from ..mapping import KernelPlan
+from ..names import generated
 
 
 def _times(sizes) -> str:
@@ -54,7 +55,7 @@ def _storage(kernel: kir.Kernel) -> list[str]:
 
 def kernel_words(compiled: Compiled, name: str, kernel: kir.Kernel) -> str:
     """One kernel in words (its plan's typed fields), or its own summary."""
-    plan = compiled.mapping.plans.get(MARK_PREFIX + name[len("kernel"):]) \
+    plan = compiled.mapping.plans.get(generated(name)) \
         if name.startswith("kernel") else None
     if plan is not None and plan.time_tile:
         parts = [_time_tiles(plan, kernel.block)]

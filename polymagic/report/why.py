@@ -20,18 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..notes import Note
+from ..notes import Note, Stage
 
 #: the most notes the default report shows
 SHOWN = 3
 #: stages whose decisions are whole-function strategies with an option to change them
-_STRATEGY = frozenset({"tiles", "recurrence", "localise", "layout"})
+_STRATEGY = frozenset(s for s in Stage if s.strategy)
 #: rank of the other decisions and of info notes; the default report shows below this
 _DECISION, _INFO = 3, 4
-#: the order stages run in (the grouping's order within a kernel)
-_STAGES = ("options", "deps", "schedule", "recurrence", "tiles", "layout", "mapping",
-           "memory", "localise", "registers", "constant", "lowering", "transfers", "run",
-           "autotune")
 
 
 def unique(notes: Iterable[Note]) -> list[Note]:
@@ -74,19 +70,15 @@ def settled_arrays(program) -> frozenset[tuple[str, str]]:
                      for r in k.registers if r.array)
 
 
-def _stage_key(stage: str) -> int:
-    return _STAGES.index(stage) if stage in _STAGES else len(_STAGES)
-
-
-def grouped(notes: Iterable[Note]) -> list[tuple[str, list[tuple[str, list[Note]]]]]:
+def grouped(notes: Iterable[Note]) -> list[tuple[str, list[tuple[Stage, list[Note]]]]]:
     """``[(kernel or "whole function", [(stage, notes)])]``: the function's notes
-    first, then each kernel's in order, stages in pipeline order."""
-    by_kernel: dict[str | None, dict[str, list[Note]]] = {}
+    first, then each kernel's in order, stages in pipeline order (:class:`Stage`)."""
+    by_kernel: dict[str | None, dict[Stage, list[Note]]] = {}
     for n in unique(notes):
         by_kernel.setdefault(n.kernel, {}).setdefault(n.stage, []).append(n)
     order = sorted(by_kernel, key=lambda k: (k is not None, _natural(k or "")))
     return [(k or "whole function",
-             sorted(by_kernel[k].items(), key=lambda item: _stage_key(item[0])))
+             sorted(by_kernel[k].items(), key=lambda item: item[0].order))
             for k in order]
 
 
@@ -98,19 +90,11 @@ def _natural(name: str) -> tuple:
 
 
 #: what each stage's notes are about, as the grouped listing's headings
-STAGE_TITLES = {"options": "options", "deps": "dependences", "schedule": "mapping choice",
-                "recurrence": "time loop", "tiles": "tile sizes", "layout": "array layout",
-                "mapping": "mapping", "memory": "shared-memory buffers",
-                "localise": "localisation", "registers": "registers",
-                "constant": "constant memory", "lowering": "code generation",
-                "transfers": "host-device transfers", "run": "inputs and run",
-                "autotune": "autotune", "cpu": "OpenMP C (the CPU target)"}
-
+STAGE_TITLES = {s: s.label for s in Stage}
 
 #: the stages whose notes are about the GPU code (its mapping, buffers, launches):
 #: a run on the OpenMP target (issue 21) did not use them
-GPU_STAGES = frozenset({"schedule", "recurrence", "tiles", "mapping", "memory", "localise",
-                        "registers", "constant", "lowering", "transfers"})
+GPU_STAGES = frozenset(s for s in Stage if s.gpu)
 
 
 def for_target(notes: Iterable[Note], target: str | None) -> list[Note]:
@@ -121,9 +105,9 @@ def for_target(notes: Iterable[Note], target: str | None) -> list[Note]:
     return [n for n in notes if n.stage not in GPU_STAGES]
 
 
-def stage_title(stage: str) -> str:
+def stage_title(stage: Stage | str) -> str:
     """A stage's heading in the grouped notes."""
-    return STAGE_TITLES.get(stage, stage)
+    return Stage(stage).label
 
 
 def lines(notes: Iterable[Note]) -> list[str]:

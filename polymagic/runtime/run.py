@@ -52,7 +52,7 @@ from .gathers import check_gathers, index_high
 from ..dtypes import DTYPES, INT32
 from ..errors import DeviceError, InputError
 from ..expr import Var, evaluate
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import Options
 from ..scop import RETURN, Param, Scop, flat_violation
 from ..transfers.session import TransferStats
@@ -183,8 +183,8 @@ def _given_arrays(scop: Scop, options: Options, namespace: Mapping, notes: list[
     if options.inputs:
         for name, a in _load_npz(scop, options.inputs).items():
             if name in given:
-                notes.append(Note("run", f"{name} taken from {options.inputs}, not from {where}",
-                                  kind="info"))
+                notes.append(Note(Stage.RUN, f"{name} taken from {options.inputs}, not from "
+                                  f"{where}", kind="info"))
             given[name] = _check_array(scop, scop_param(scop, name), a, options.inputs)
             origin[name] = "inputs"
     return given, origin
@@ -429,7 +429,7 @@ def _usable(name: str, a: np.ndarray, written: bool, notes: list[Note]) -> np.nd
     why = layout_problem(a, written)
     if why is None:
         return a
-    notes.append(Note("run", f"ran on a contiguous copy ({why})", subject=name, kind="info"))
+    notes.append(Note(Stage.RUN, f"ran on a contiguous copy ({why})", subject=name, kind="info"))
     return np.ascontiguousarray(a)
 
 
@@ -470,8 +470,8 @@ def _scalar(p: Param, options: Options, namespace: Mapping, defaults: Mapping,
         v, origin = defaults[p.name], "size"
     else:
         if p.name in namespace:
-            notes.append(Note("run", f"{p.name} in the namespace is not a number: used a random "
-                              "value", kind="fallback"))
+            notes.append(Note(Stage.RUN, f"{p.name} in the namespace is not a number: used a "
+                              "random value", kind="fallback"))
         lo, hi = RANDOM_FLOAT
         v, origin = float(_rng(options.seed, p.name).uniform(lo, hi)), "random"
     return cast_scalar(p.name, p.ctype, v), origin
@@ -735,7 +735,7 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
     if d.transfers is not None:
         report.bytes_h2d, report.bytes_d2h = d.transfers.bytes_h2d, d.transfers.bytes_d2h
         report.transfers = d.transfers.as_dict()
-        notes.append(Note("transfers", d.transfers.summary(), kind="info"))
+        notes.append(Note(Stage.TRANSFERS, d.transfers.summary(), kind="info"))
     if check:
         report.cpu_s = cpu_s
         per, totals = compare_all(written, ref, dev)
@@ -744,13 +744,13 @@ def execute(compiled, options: Options, inputs: Inputs, check: bool,
             setattr(report, k, v)
         report.ok = totals["mismatches"] == 0
     else:
-        notes.append(Note("run", unchecked, kind="info"))
+        notes.append(Note(Stage.RUN, unchecked, kind="info"))
     if report.ok:
         report.wrote_back = write_back(written, inputs.user_arrays, dev)
         if scop.returns is not None:
             report.returned = dev[RETURN][0].item()
     elif inputs.user_arrays:
-        notes.append(Note("run", "the check failed: nothing was written back", kind="info"))
+        notes.append(Note(Stage.RUN, "the check failed: nothing was written back", kind="info"))
     report.message = "; ".join(str(n) for n in notes)
     report.notes = notes
     return report

@@ -17,7 +17,7 @@ from ..deps import Dependences
 from ..errors import PolymagicError
 from ..helper_process import run_bounded
 from ..isl_util import OperationBudget, TimedOut
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import ScheduleOptions
 from ..scop import Scop
 from .private import (by_nest, fuse_private, private_groups, private_temps,
@@ -67,18 +67,18 @@ def compute_schedule(scop: Scop, deps: Dependences, options: ScheduleOptions | N
     _keep_private_groups(scop, deps, result, options)
     result.private_temps = register_private(scop, result.schedule, result.private_temps)
     for group in result.fused:
-        result.notes.append(Note("schedule", f"{', '.join(group)} fused into one band: they "
+        result.notes.append(Note(Stage.SCHEDULE, f"{', '.join(group)} fused into one band: they "
                                  "share a private local scalar, kept per thread point "
                                  "(seed 004 §4.1-4.2)", kind="decision"))
     if options.time_tiling:
-        from ..timeblock import time_tiled_schedule
+        from .timeblock import time_tiled_schedule
         tiled, why = time_tiled_schedule(scop, deps, options.time_tiling)
         if tiled is not None:
             result.schedule = tiled
-            result.notes.append(Note("schedule", why, kind="info"))
+            result.notes.append(Note(Stage.SCHEDULE, why, kind="info"))
             return result
-        result.notes.append(Note("schedule", f"--time-tiling not applied: {why}; the host-loop "
-                                 "mapping is used", kind="refusal"))
+        result.notes.append(Note(Stage.SCHEDULE, f"--time-tiling not applied: {why}; the "
+                                 "host-loop mapping is used", kind="refusal"))
     if options.mapping == "superposition":
         superposition_choice(scop, deps, result, options)
     return result
@@ -114,12 +114,12 @@ def _isl_schedule(scop: Scop, deps: Dependences, notes: list[Note] | None = None
             failure = str(e).split(" in isl_")[0]
     try:
         sched = _bounded_schedule(scop, deps, None, "feautrier", options)
-        notes.append(Note("schedule", f"isl's scheduler failed ({failure}): Feautrier's "
+        notes.append(Note(Stage.SCHEDULE, f"isl's scheduler failed ({failure}): Feautrier's "
                           "scheduler used", kind="fallback"))
         return sched
     except (TimedOut, isl.Error):
         pass
-    notes.append(Note("schedule", f"isl's scheduler failed ({failure}): the loops run in "
+    notes.append(Note(Stage.SCHEDULE, f"isl's scheduler failed ({failure}): the loops run in "
                       "source order, without parallelism", kind="fallback"))
     return source_order(scop)
 
@@ -150,7 +150,7 @@ def _keep_private_groups(scop: Scop, deps: Dependences, result: ScheduleResult,
         return
     if sum(together(sched, g) for g in groups) > ok:
         result.schedule, result.fused = sched, fused
-        result.notes.append(Note("schedule", "the loop nests holding statements that share "
+        result.notes.append(Note(Stage.SCHEDULE, "the loop nests holding statements that share "
                                  "a private local scalar scheduled by themselves (isl's "
                                  "schedule of the function splits them; as written where "
                                  "isl's schedule of the nest does too)", kind="decision"))
@@ -364,7 +364,7 @@ def _split_private(plan, groups: list[set[str]]) -> list[str]:
 
 def _superposition_note(text: str, kind: str = "decision") -> Note:
     """A note of the choice between the superposition and the single mapping."""
-    return Note("schedule", text, subject=None, kind=kind)
+    return Note(Stage.SCHEDULE, text, subject=None, kind=kind)
 
 
 def _host_step_loops(plan) -> set[str]:

@@ -2,7 +2,7 @@
 and the operation budget of one scheduling call.
 
 Both the single schedule (:mod:`polymagic.schedule`) and the time-tiled one
-(:mod:`polymagic.timeblock`) ask isl's scheduler; they configure it here, below both.
+(:mod:`polymagic.schedule.timeblock`) ask isl's scheduler; they configure it here, below both.
 """
 from __future__ import annotations
 

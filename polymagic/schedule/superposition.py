@@ -51,7 +51,7 @@ from typing import Union
 
 import islpy as isl
 
-from ..notes import Note
+from ..notes import Note, Stage
 from ..scop import Scop
 from .dl_model import StatementCost, statement_costs
 from .loop_kinds import (reduction_operator, Combo, DependenceTable, LoopKind, OriginalNest, classify, make_table,
@@ -693,7 +693,7 @@ def plan_superposition(scop: Scop, validity: isl.UnionMap,
             _has_reduction(k.body) and len(k.body) > 1 for k in plan.kernels()):
         again = plan_superposition(scop, validity, strides, reductions, False)
         if again.legal:
-            again.notes.append(Note("schedule", "kernels fused around tree reductions failed "
+            again.notes.append(Note(Stage.SCHEDULE, "kernels fused around tree reductions failed "
                                     "the isl legality check (" + "; ".join(plan.problems) +
                                     "): every tree reduction runs in a kernel of its own",
                                     kind="fallback"))

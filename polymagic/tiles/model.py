@@ -21,6 +21,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..names import strip_generated
+
 
 @dataclass(frozen=True)
 class GpuModel:
@@ -279,7 +281,7 @@ class TileModel:
             if not k.m:
                 continue
             # in words (issue 20), naming the kernel as the reports do (kernel0)
-            name = k.name.removeprefix("pm_")
+            name = strip_generated(k.name)
             for j in k.split_vars():
                 if not k.aligned(j, t[j]):
                     out.append(f"{name}: t{j}={t[j]} splits unevenly into thread tiles "

@@ -28,7 +28,7 @@ from ..errors import OptionsError
 from ..mapping import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, BandEvent,
                        GroupBuffersEvent, MappingObserver, MappingResult, SuperKernelEvent,
                        default_block, map_schedule, superposed, tied_axes)
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import CompileOptions
 from ..schedule import ScheduleResult
 from ..dtypes import DTYPES
@@ -468,7 +468,7 @@ SUPER_COUNT_TOLERANCE = 0.25
 
 def tile_note(kernel: str | None, buffer: str | None, text: str) -> Note:
     """A note of the tile search's sampling (seed 000 §4.3), about a kernel's buffer."""
-    return Note("tiles", text, kernel=kernel, subject=buffer, kind="info")
+    return Note(Stage.TILES, text, kernel=kernel, subject=buffer, kind="info")
 
 
 def _calibrate(model: TileModel, k: KernelModel, b: BufferModel, tile: tuple[int, ...],

@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..mapping import DEFAULT_SUB_TILE
-from ..notes import Note
+from ..notes import Note, Stage
 from ..options import CompileOptions
 from ..schedule import ScheduleResult
 from ..scop import Scop
@@ -163,7 +163,7 @@ def search_schedule(scop: Scop, sched: ScheduleResult, options: CompileOptions, 
                 model, gpu=gpu, m_up=min(options.shared_mem, STATIC_SHARED_LIMIT),
                 min_blocks={})
             model.min_blocks.update(min_blocks(model))
-            notes = [Note("tiles", "model reused: the planner was not sampled again",
+            notes = [Note(Stage.TILES, "model reused: the planner was not sampled again",
                           kind="info")]
         else:
             sizes = {k: v for k, v in sizes.items() if k in scop.size_params}
@@ -254,7 +254,7 @@ def search_schedule(scop: Scop, sched: ScheduleResult, options: CompileOptions, 
     if relax_blocks:
         cur = best(require_blocks=False)
         if cur is not None:
-            notes.append(Note("tiles", "no tiles give every SM a block at these sizes: "
+            notes.append(Note(Stage.TILES, "no tiles give every SM a block at these sizes: "
                               "min_blocks dropped", kind="fallback"))
             model.min_blocks.clear()
             for c in seen.values():

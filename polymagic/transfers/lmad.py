@@ -57,7 +57,7 @@ from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Iterable, Sequence
 
-from ..notes import Note
+from ..notes import Note, Stage
 
 #: the ILP of §4.3.4 is abandoned beyond this many unknowns ("to constrain the JIT
 #: compilation time, the compiler aborts ... if the number of unknown variables
@@ -306,7 +306,7 @@ def bounding_interval(cans: list[Canonical], note: str = "") -> GroupPlacement:
     members = [MemberPlacement(c, c.base - lo, tuple(c.strides)) for c in cans]
     g = GroupPlacement("bounding-interval", size, members, 1, (size,), lo)
     if note:
-        g.notes.append(Note("transfers", note, kind="fallback"))
+        g.notes.append(Note(Stage.TRANSFERS, note, kind="fallback"))
     return g
 
 
@@ -372,7 +372,7 @@ def rcslmad_group(cans: list[Canonical], hint=None) -> GroupPlacement | None:
     bp, r, t, up = sol
     q, ranks = _ranks(r)
     g = _packed("rcslmad-group", cans, q, tuple(up), ranks, [tuple(x) for x in t], bp)
-    g.notes.append(Note("transfers", f"stretched domain u'={tuple(up)}, b'={bp} ({how})",
+    g.notes.append(Note(Stage.TRANSFERS, f"stretched domain u'={tuple(up)}, b'={bp} ({how})",
                         kind="info"))
     return g
 

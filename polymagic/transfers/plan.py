@@ -43,7 +43,7 @@ from typing import Iterable, Mapping, Sequence
 import islpy as isl
 import numpy as np
 
-from ..notes import Note
+from ..notes import Note, Stage
 from ..scop import Scop
 from .lmad import CSLMAD, GroupPlacement, analyse_group, is_restricted, overlap_components
 
@@ -294,7 +294,7 @@ def _place(group: list[tuple[str, Box]], arrays: Mapping[str, HostArray],
             p = _place_lmad(sub, arrays, by_array)
             out.append(p if p is not None else _place_box(n, arrays[n], by_array[n]))
             out[-1].component.notes.append(Note(
-                "transfers", "planned alone: the shared buffer of its overlap group has no "
+                Stage.TRANSFERS, "planned alone: the shared buffer of its overlap group has no "
                 "per-array layout", kind="fallback"))
         return out
     return [_place_box(names[0], arrays[names[0]], by_array[names[0]])]
@@ -496,7 +496,7 @@ def _place_box(name: str, h: HostArray, refs: list[Reference]) -> _Part:
         acc *= cover.shape[a]
     off = -sum(s * l for s, l in zip(strides, cover.lo))
     comp = Component(0, [name], cover.size, h.itemsize, "covering-box",
-                     notes=[Note("transfers", "the covering box of the references, packed "
+                     notes=[Note(Stage.TRANSFERS, "the covering box of the references, packed "
                                  "densely", kind="info")])
     lay = ArrayLayout(name, 0, off, tuple(strides), [], [], h.itemsize)
     _copies(lay, boxes, refs, cover.size, alone=True)

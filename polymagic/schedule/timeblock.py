@@ -9,7 +9,7 @@ B)``, seed 004 Fig. 9), a band without parallelism runs in thread 0, and a barri
 follows each of them (the kernel boundary of the host mapping, seed 004 §4.3).
 Seed 001 §5 runs its parallel 1d-SOR the same way ("our experiments use only one
 multiprocessor at a time").  Localisation along ``t`` then keeps the cached set
-``C(t)`` of the whole block in shared memory (:func:`.memory.localcode.graft_shared`).
+``C(t)`` of the whole block in shared memory (:func:`..memory.localcode.graft_shared`).
 
 Limits: one block, so only problems whose cached set fits one block's shared
 memory; the buffer extents are evaluated at the ``--size`` values and the kernel
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import islpy as isl
 
-from . import kir
-from .isl_util import OperationBudget, has_parallelism, leading_coincident, param_id
-from .schedule.isl_config import MAX_OPERATIONS, configure
+from .. import kir
+from ..isl_util import OperationBudget, has_parallelism, leading_coincident, param_id
+from .isl_config import MAX_OPERATIONS, configure
 
 
 def thread_map(node: isl.ScheduleNode, threads: int, sync, bounds: isl.Set
