@@ -172,3 +172,20 @@ def test_the_architecture_document_names_existing_modules(doc):
     missing = sorted(n for n in named if n not in MODULES and
                      n.rsplit(".", 1)[0] not in MODULES)
     assert missing == []
+
+
+def _private_imports() -> list[str]:
+    out = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                out += [f"{name}:{node.lineno} imports {a.name} from {node.module}"
+                        for a in node.names
+                        if a.name.startswith("_") and not a.name.startswith("__")]
+    return out
+
+
+def test_no_module_imports_another_modules_private_name():
+    """Issue 33: what one module offers another is public and documented; an
+    underscore name is its own business."""
+    assert _private_imports() == []

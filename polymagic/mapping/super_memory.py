@@ -83,9 +83,9 @@ class SuperMemory:
         return [a for a in scop.arrays if a in used and (among is None or a in among)]
 
     def plan_block(self, body: isl.ScheduleNode) -> "SuperMemory":
-        from ..memory.plan import PLAN_OPERATIONS, _prefix, fit_buffers, level_buffers
+        from ..memory.plan import PLAN_OPERATIONS, prefix_map, fit_buffers, level_buffers
         scop, options = self.mapper.scop, self.mapper.options
-        prefix = _prefix(body)
+        prefix = prefix_map(body)
         try:
             with self._budget():
                 bufs, lines, self.deferred = level_buffers(
@@ -105,11 +105,11 @@ class SuperMemory:
         """Buffers of the deferred arrays per thread tile of group ``g`` (built at
         ``node``, a leaf): the prefix is the group's (host, block tile, step loops)
         followed by its thread tiles ``chunk``."""
-        from ..memory.plan import _prefix, fit_buffers, level_buffers
+        from ..memory.plan import prefix_map, fit_buffers, level_buffers
         if not self.planned or not self.deferred:
             return []
         scop, options = self.mapper.scop, self.mapper.options
-        pre = _prefix(node)
+        pre = prefix_map(node)
         arrays = self._arrays(pre.domain(), self.deferred)
         if not arrays:
             return []

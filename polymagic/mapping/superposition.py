@@ -255,8 +255,8 @@ class SuperMapper(SuperLocalisation):
         return node
 
     def sync(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
-        from ..memory.plan import _sync_graft
-        return _sync_graft(self.scop, node, self.namer.sync())
+        from ..memory.plan import sync_graft
+        return sync_graft(self.scop, node, self.namer.sync())
 
     def item(self, node: isl.ScheduleNode, it, in_kernel: bool) -> isl.ScheduleNode:
         if isinstance(it, StepLoop):
@@ -560,11 +560,11 @@ class SuperMapper(SuperLocalisation):
         """No dependence between two instances of one prefix (host, block tile, step
         loops) goes from a later tile to an earlier one (isl, on the plan's
         dependences)."""
-        from ..memory.plan import _prefix
+        from ..memory.plan import prefix_map
         validity = getattr(self.plan, "validity", None)
         if validity is None:
             return False
-        pre = _prefix(node)
+        pre = prefix_map(node)
         dom = pre.domain()
         deps = validity.align_params(pre.get_space()).intersect_domain(dom).intersect_range(dom)
         deps = deps.intersect(pre.apply_range(pre.reverse()))

@@ -61,7 +61,7 @@ class TimeKernels:
         localised in shared memory (seed 001 §4, §5; the recurrence model's block:
         its whole footprint, :meth:`box_block`)."""
         from ..memory.localcode import graft_shared, plan_shared
-        from ..memory.plan import _sync_graft
+        from ..memory.plan import sync_graft
         from ..schedule.timeblock import thread_map
         name = self.new_name()
         threads = (self.options.block or (256,))[0]
@@ -75,7 +75,7 @@ class TimeKernels:
         depth = node.get_tree_depth()
 
         def sync(n: isl.ScheduleNode) -> isl.ScheduleNode:
-            return n.graft_after(_sync_graft(self.scop, n, self.namer.sync()))
+            return n.graft_after(sync_graft(self.scop, n, self.namer.sync()))
         x = thread_map(node.child(0), threads, sync, bounds)
         block = (threads, 1, 1)
         plan = KernelPlan(name, [], [text], statement_names(node), threads=block,
@@ -121,7 +121,7 @@ class TimeKernels:
         :func:`..schedule.timeblock.thread_map` does for one block) with a barrier after each
         sequential point (:func:`..schedule.timeblock.time_tiled_schedule` checked with isl that
         no dependence joins two points of one sequential step)."""
-        from ..memory.plan import _sync_graft
+        from ..memory.plan import sync_graft
         from ..schedule.timeblock import time_tiles
         name = self.new_name()
         nc = node.band_n_member()
@@ -179,7 +179,7 @@ class TimeKernels:
         if math.prod(block) > 1024:
             raise OptionsError(f"--time-tiling: {block} threads per block, at most 1024")
         par = par.insert_filter(thread_filt.intersect_params(id_bounds(thread_ctx)))
-        par = par.graft_after(_sync_graft(self.scop, par, self.namer.sync()))
+        par = par.graft_after(sync_graft(self.scop, par, self.namer.sync()))
         depth = node.get_tree_depth()
         par_text = [member_text(pband, i) for i in range(npar)]
         plan = KernelPlan(name, members, seq_text, statement_names(node), threads=block,

@@ -399,14 +399,14 @@ def exposed_move_in(scop: Scop, lb: LocalBuffer) -> None:
     the loop is served by ``L`` (the planners take all of an array's references or
     none), so no read of the step goes to global memory.  Left as is on isl errors or
     windows above 1."""
-    from .localise import _tagged
+    from .localise import tagged_accesses
     loc = lb.loc
     if loc.window != 1 or loc.move_in.is_empty():
         return
     try:
         prefix = lb.prefix
-        reads = _tagged(scop, lb.array, False, prefix)
-        writes = _tagged(scop, lb.array, True, prefix)
+        reads = tagged_accesses(scop, lb.array, False, prefix)
+        writes = tagged_accesses(scop, lb.array, True, prefix)
         tagged = reads.domain().union(writes.domain()).unwrap().domain_map()
         tsched = tagged.apply_range(scop.schedule.intersect_domain(prefix.domain()))
         tprefix = tagged.apply_range(prefix)
@@ -427,13 +427,13 @@ def exposed_move_in(scop: Scop, lb: LocalBuffer) -> None:
 
 def _at_sizes(pa: isl.PwAff, sizes: dict) -> int | None:
     """Largest value of ``pa`` with the size parameters fixed to ``sizes``."""
-    from .localise import _constant_bound
+    from .localise import constant_bound
     sp = pa.get_space().params()
     names = sp.get_var_names(isl.dim_type.param)
     fixed = " and ".join(f"{n} = {int(sizes[n])}" for n in names if n in sizes)
     if fixed:
         pa = pa.intersect_params(isl.Set(f"[{', '.join(names)}] -> {{ : {fixed} }}"))
-    return _constant_bound(pa)
+    return constant_bound(pa)
 
 
 def _prefix_and_arrays(scop: Scop, x: isl.ScheduleNode
@@ -458,7 +458,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel
     else ``x_d mod e_d`` over the bounding box), extents at the ``--size`` values
     (none given: only extents bounded for every size).  ``skip``: arrays left alone,
     with the reason (a superposition step loop's arrays in block buffers or registers)."""
-    from .localise import _box_index
+    from .localise import box_index
     out = LocalPlan()
     prefix, names, arrays = _prefix_and_arrays(scop, x)
     kid = kernel.rsplit("kernel", 1)[-1]
@@ -493,7 +493,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel
                     index = None
         if index is None:
             try:
-                box, _ = _box_index(loc.cached)
+                box, _ = box_index(loc.cached)
             except LocaliseError as e:
                 out.decisions.append(local_note(kernel, a, f"not localised ({e})"))
                 continue
@@ -562,16 +562,16 @@ def graft_shared(scop: Scop, x: isl.ScheduleNode, plan: LocalPlan,
     """``[sync, move-in, sync, x, move-out]`` with the moves distributed over the
     block's threads (the barrier ending ``x``'s last parallel band precedes the
     move-out; the next step's first barrier follows it)."""
-    from .plan import _copy_graft, _sync_graft
+    from .plan import copy_graft, sync_graft
     node = x
     ins = [lb for lb in plan.buffers if not lb.loc.move_in.is_empty()]
-    node = node.graft_before(_sync_graft(scop, node, namer.sync()))
+    node = node.graft_before(sync_graft(scop, node, namer.sync()))
     for lb in ins:
         stmt = f"pm_lin_{lb.name}"
         copies[stmt] = ("in", lb)
-        node = node.graft_before(_copy_graft(scop, node, stmt, lb.loc.move_in, lb.block))
+        node = node.graft_before(copy_graft(scop, node, stmt, lb.loc.move_in, lb.block))
     if ins:
-        node = node.graft_before(_sync_graft(scop, node, namer.sync()))
+        node = node.graft_before(sync_graft(scop, node, namer.sync()))
     for lb in reversed(plan.buffers):
         # every leaving element of a written array (the liveness refinement can take
         # minutes on skewed multi-statement nests, e.g. seidel-2d)
@@ -580,7 +580,7 @@ def graft_shared(scop: Scop, x: isl.ScheduleNode, plan: LocalPlan,
             continue
         stmt = f"pm_lout_{lb.name}"
         copies[stmt] = ("out", lb)
-        node = node.graft_after(_copy_graft(scop, node, stmt, out, lb.block))
+        node = node.graft_after(copy_graft(scop, node, stmt, out, lb.block))
     return node
 
 
@@ -600,14 +600,14 @@ def _box_extents(m: isl.Map) -> list[int | None]:
     parameter (``None``: unbounded).  The extent ``hi − lo + 1`` is rounded up to an
     integer first: on small-size pieces isl writes it as a rational expression whose
     maximum it refuses to compute."""
-    from .localise import _constant_bound
+    from .localise import constant_bound
     n = m.dim(isl.dim_type.out)
     out: list[int | None] = []
     for d in range(n):
         md = _project_on(m, d)
         lo = md.lexmin_pw_multi_aff().get_pw_aff(0)
         hi = md.lexmax_pw_multi_aff().get_pw_aff(0)
-        out.append(_constant_bound(hi.sub(lo).add_constant_val(isl.Val(1)).ceil()))
+        out.append(constant_bound(hi.sub(lo).add_constant_val(isl.Val(1)).ceil()))
     return out
 
 
@@ -676,14 +676,14 @@ def graft_tile_writeback(scop: Scop, band: isl.ScheduleNode, backs: list[LocalBu
                          ) -> isl.ScheduleNode:
     """After the tile's time loop ``band``: a barrier, then ``A[x] = L[x mod e]`` for
     every element the tile wrote (distributed over the block's threads)."""
-    from .plan import _copy_graft, _sync_graft
+    from .plan import copy_graft, sync_graft
     node = band
     for lb in reversed(backs):
         stmt = f"pm_lout_{lb.name}"
         copies[stmt] = ("out", lb)
-        node = node.graft_after(_copy_graft(scop, node, stmt, lb.written, lb.block))
+        node = node.graft_after(copy_graft(scop, node, stmt, lb.written, lb.block))
     if backs:
-        node = node.graft_after(_sync_graft(scop, node, namer.sync()))
+        node = node.graft_after(sync_graft(scop, node, namer.sync()))
     return node
 
 
@@ -899,23 +899,23 @@ def graft_tile_box(scop: Scop, seq: isl.ScheduleNode, plan: LocalPlan,
     """``[move-in, sync, seq, sync, write-back]`` around the tile's sequential band
     ``seq`` (:func:`plan_tile_box`), the copies distributed over the block's threads;
     returns the node at ``seq``'s position."""
-    from .plan import _copy_graft, _sync_graft
+    from .plan import copy_graft, sync_graft
 
     def copy(lb: LocalBuffer, stmt: str, kind: str, rel: isl.Map) -> isl.ScheduleNode:
         copies[stmt] = (kind, lb)
         scan, guard = _hull_and_guard(rel)
         if guard is not None:
             lb.guards[stmt] = guard
-        return _copy_graft(scop, node, stmt, scan, lb.block)
+        return copy_graft(scop, node, stmt, scan, lb.block)
     node = seq
     ins = [lb for lb in plan.buffers if not lb.loc.move_in.is_empty()]
     for lb in ins:
         node = node.graft_before(copy(lb, f"pm_lin_{lb.name}", "in", lb.loc.move_in))
     if ins:
-        node = node.graft_before(_sync_graft(scop, node, namer.sync()))
+        node = node.graft_before(sync_graft(scop, node, namer.sync()))
     outs = [lb for lb in plan.buffers if not lb.loc.move_out.is_empty()]
     for lb in reversed(outs):
         node = node.graft_after(copy(lb, f"pm_lout_{lb.name}", "out", lb.loc.move_out))
     if outs:
-        node = node.graft_after(_sync_graft(scop, node, namer.sync()))
+        node = node.graft_after(sync_graft(scop, node, namer.sync()))
     return node

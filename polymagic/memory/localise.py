@@ -235,7 +235,7 @@ def _one_piece(rho: isl.PwAff, domain: isl.Set) -> isl.PwAff:
     return rho
 
 
-def _box_index(c: isl.Map) -> tuple[list[isl.PwAff], list[int | None]]:
+def box_index(c: isl.Map) -> tuple[list[isl.PwAff], list[int | None]]:
     """Bounding-box layout (the fallback): subscripts ``x_d − lo_d(p)`` and the
     largest extent of each dimension (None if it grows with the sizes).  Bounded
     by isl's operation budget (a skewed cached set's lexmin ran for minutes, fuzz
@@ -258,14 +258,14 @@ def _box_index_unbounded(c: isl.Map) -> tuple[list[isl.PwAff], list[int | None]]
             isl.dim_type.out, 0, d)                        # p -> x_d
         lo = cd.lexmin_pw_multi_aff().get_pw_aff(0)
         hi = cd.lexmax_pw_multi_aff().get_pw_aff(0)
-        extents.append(_constant_bound(hi.sub(lo).add_constant_val(isl.Val(1))))
+        extents.append(constant_bound(hi.sub(lo).add_constant_val(isl.Val(1))))
         xd = isl.PwAff.var_on_domain(lexp, isl.dim_type.set, c.dim(isl.dim_type.in_) + d)
         lo_w = lo.pullback_multi_aff(isl.MultiAff.domain_map(sp.unwrap()))
         index.append(xd.intersect_domain(wrapped).sub(lo_w).coalesce())
     return index, extents
 
 
-def _constant_bound(pa: isl.PwAff) -> int | None:
+def constant_bound(pa: isl.PwAff) -> int | None:
     """Largest value of a PwAff over its domain and every parameter, if finite."""
     try:
         v = pa.max_val()
@@ -287,7 +287,7 @@ def storage(c: isl.Map) -> int | None:
             if not q.isa_aff():
                 best[0] = None
                 return
-            v = _constant_bound(isl.PwAff.from_aff(q.as_aff()).intersect_domain(dom))
+            v = constant_bound(isl.PwAff.from_aff(q.as_aff()).intersect_domain(dom))
             best[0] = None if v is None else max(best[0], v)
         fold.foreach_qpolynomial(qp)
     storage_bound(c).foreach_piece(piece)
@@ -314,7 +314,7 @@ def drift(index: list[isl.PwAff], kept: isl.Map
         nxt = rho.pullback_multi_aff(_wrapped_shift(kept.get_space()))
         d = nxt.intersect_domain(wrapped).sub(rho.intersect_domain(wrapped)).coalesce()
         out.append(d)
-        lo, hi = _constant_bound(d.neg()), _constant_bound(d)
+        lo, hi = constant_bound(d.neg()), constant_bound(d)
         consts.append(hi if lo is not None and hi is not None and -lo == hi else None)
     return out, (None if None in consts else tuple(consts))
 
@@ -369,7 +369,7 @@ def localise(scop: Scop, prefix: isl.UnionMap, array: str, window: int = 1,
     if rho is not None:
         index, layout = [rho], "compact"
     else:
-        index, extents = _box_index(c)
+        index, extents = box_index(c)
         layout = "box"
         notes.append(Note(Stage.LOCALISE, f"bounding-box layout instead of the compact placement "
                           f"({why})", subject=array, kind="fallback"))
@@ -412,7 +412,10 @@ class DependenceSets:
     cached: isl.Map                   # C(p) from R_l ∪ R_gl ∪ W_l
 
 
-def _tagged(scop: Scop, array: str, writes: bool, prefix: isl.UnionMap) -> isl.UnionMap:
+def tagged_accesses(scop: Scop, array: str, writes: bool, prefix: isl.UnionMap) -> isl.UnionMap:
+    """The reads (or writes) of ``array`` by the statement instances in ``prefix``'s
+    domain, each tagged by its access: ``[S[i] -> R<k>[]] -> A[f(i)]`` (seed 001 §4.3:
+    the dependence sets are formed per access instance)."""
     out = isl.UnionMap.empty(scop.context.get_space())
     dom = prefix.domain()
     for s in scop.statements:
@@ -440,8 +443,8 @@ def dependence_sets(scop: Scop, prefix: isl.UnionMap, array: str,
     holds when ``b`` runs in the same outer iteration at most ``window`` steps of the
     last prefix dimension after ``a`` (1d-SOR: the write of ``A[i]`` at step ``i`` is
     read at ``i + 1``, inside a window of 1)."""
-    reads = _tagged(scop, array, False, prefix)
-    writes = _tagged(scop, array, True, prefix)
+    reads = tagged_accesses(scop, array, False, prefix)
+    writes = tagged_accesses(scop, array, True, prefix)
     sched = scop.schedule.intersect_domain(prefix.domain())
     tsched = reads.domain().union(writes.domain()).unwrap().domain_map().apply_range(sched)
     tprefix = reads.domain().union(writes.domain()).unwrap().domain_map().apply_range(prefix)

@@ -102,7 +102,9 @@ def is_decision_about(note: Note, kernel: str, arrays) -> bool:
     return note.kernel == kernel and note.where is None and note.subject in arrays
 
 
-def _prefix(node: isl.ScheduleNode) -> isl.UnionMap:
+def prefix_map(node: isl.ScheduleNode) -> isl.UnionMap:
+    """The prefix schedule of ``node``'s statement instances (the loops above it,
+    restricted to its domain): what a copy or barrier grafted there is scheduled by."""
     return node.get_prefix_schedule_union_map().intersect_domain(node.get_domain())
 
 
@@ -309,13 +311,13 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
     is buffered only when its copies pay (:func:`.staging.staging_verdict`).
     """
     mem = KernelMemory()
-    pre_inner = _prefix(inner)
+    pre_inner = prefix_map(inner)
     writes = pre_inner.domain()            # the kernel's statement instances
     here = [s for s in scop.statements
             if not writes.extract_set(s.domain.get_space()).is_empty()]
     arrays = sorted({a.array for s in here for a in s.accesses}, key=list(scop.arrays).index)
     same_level = outer.is_equal(inner)
-    pre_outer = pre_inner if same_level else _prefix(outer)
+    pre_outer = pre_inner if same_level else prefix_map(outer)
     chosen: list[BufferPlan] = []
     found: dict[int, list[DataSpace]] = {}
     flows: dict = {}                       # live_in's shared inputs
@@ -854,7 +856,7 @@ def scan_renames(mark: str) -> dict[str, str]:
             for k, o in enumerate(offsets.split("x")) if int(o) != k}
 
 
-def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
+def copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
                 block: tuple[int, int, int], split: ChunkSplit | None = None
                 ) -> isl.ScheduleNode:
     """An extension subtree adding ``stmt[p, a]`` for every ``a`` in ``rel(p)``,
@@ -884,7 +886,9 @@ def _copy_graft(scop: Scop, node: isl.ScheduleNode, stmt: str, rel: isl.Map,
     return leaf.root()
 
 
-def _sync_graft(scop: Scop, node: isl.ScheduleNode, stmt: str) -> isl.ScheduleNode:
+def sync_graft(scop: Scop, node: isl.ScheduleNode, stmt: str) -> isl.ScheduleNode:
+    """An extension node that grafts statement ``stmt`` (a barrier) once per value of
+    ``node``'s prefix loops (seed 004 §4.3: ``__syncthreads`` around the copies)."""
     np_ = _prefix_dims(node)
     p = ", ".join(f"p{i}" for i in range(np_))
     ext = isl.UnionMap(f"[{', '.join(scop.size_params)}] -> {{ [{p}] -> {stmt}[{p}] }}")
@@ -920,19 +924,19 @@ def graft_copies(scop: Scop, node: isl.ScheduleNode, buffers: list[BufferPlan],
         return node
     ins = [b for b in buffers if b.copy_in is not None]
     outs = [b for b in buffers if b.copy_out is not None]
-    node = node.graft_before(_sync_graft(scop, node, namer.sync()))
+    node = node.graft_before(sync_graft(scop, node, namer.sync()))
     if ins:
         for b in ins:
             for d, rel, split in _copy_parts(scop, b, b.copy_in, "in", block):
-                node = node.graft_before(_copy_graft(scop, node, namer.copy(d, b), rel,
+                node = node.graft_before(copy_graft(scop, node, namer.copy(d, b), rel,
                                                      block, split))
-        node = node.graft_before(_sync_graft(scop, node, namer.sync()))
+        node = node.graft_before(sync_graft(scop, node, namer.sync()))
     if outs:
         for b in reversed(outs):
             for d, rel, split in reversed(_copy_parts(scop, b, b.copy_out, "out", block)):
-                node = node.graft_after(_copy_graft(scop, node, namer.copy(d, b), rel,
+                node = node.graft_after(copy_graft(scop, node, namer.copy(d, b), rel,
                                                     block, split))
-        node = node.graft_after(_sync_graft(scop, node, namer.sync()))
+        node = node.graft_after(sync_graft(scop, node, namer.sync()))
     return node
 
 

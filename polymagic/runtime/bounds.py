@@ -22,7 +22,7 @@ from .. import expr as E
 from ..errors import BoundsError
 from ..scop import Access, Array, Scop, Statement
 from ..isl_util import OperationBudget
-from .faults import _fixed
+from .faults import fixed_sizes
 
 #: isl operations one statement's bounds check may take (a pathological domain
 #: gives up the static check; the emulator still catches the access)
@@ -42,7 +42,7 @@ def _box(acc: Access, extents: list[int]) -> isl.Set:
     return box
 
 
-def _point(s: isl.Set) -> dict[str, int]:
+def sample_values(s: isl.Set) -> dict[str, int]:
     """A point of the non-empty set ``s``, by dimension name."""
     p = s.sample_point()
     return {s.get_dim_name(isl.dim_type.set, k):
@@ -50,7 +50,7 @@ def _point(s: isl.Set) -> dict[str, int]:
             for k in range(s.dim(isl.dim_type.set))}
 
 
-def _column(scop: Scop, st: Statement, array: str, nth: int) -> tuple[int, int]:
+def column_of(scop: Scop, st: Statement, array: str, nth: int) -> tuple[int, int]:
     """Line and column of the ``nth`` reference to ``array`` on the statement's
     line (source order), else of the statement's first character."""
     lines = scop.source.splitlines()
@@ -95,11 +95,12 @@ def _message(scop: Scop, st: Statement, arr: Array, write: bool, ref: E.Access,
             + "".join(f"[{i}]" for i in index)
             + (f" at {at}" if at else "")
             + f", outside {arr.name}{shape} ({total} elements; {', '.join(dims)}) at "
-            + _sizes_text(scop, point)
+            + sizes_text(scop, point)
             + ": fix the subscript or the loop bounds (nothing ran; the arrays are unchanged)")
 
 
-def _sizes_text(scop: Scop, env: Mapping[str, int]) -> str:
+def sizes_text(scop: Scop, env: Mapping[str, int]) -> str:
+    """``n=100, m=20`` for the size parameters given in ``env`` (for messages)."""
     given = [f"{p}={env[p]}" for p in (p.name for p in scop.params if p.kind == "size")
              if p in env]
     return ", ".join(given) if given else "its constant sizes"
@@ -123,12 +124,12 @@ def check_bounds(scop: Scop, sizes: Mapping[str, int]) -> None:
                 continue
             try:
                 with OperationBudget(ctx, BOUNDS_OPERATIONS):
-                    dom = _fixed(st.domain, env)
-                    rel = _fixed_map(acc.relation, env).intersect_domain(dom)
+                    dom = fixed_sizes(st.domain, env)
+                    rel = fixed_map(acc.relation, env).intersect_domain(dom)
                     bad = rel.range().subtract(_box(acc, extents))
                     if bad.is_empty():
                         continue
-                    point = _point(rel.intersect_range(bad).domain())
+                    point = sample_values(rel.intersect_range(bad).domain())
             except isl.Error:
                 continue
             full = {**env, **point}
@@ -138,7 +139,7 @@ def check_bounds(scop: Scop, sizes: Mapping[str, int]) -> None:
             ref, nth, index = found
             write = ref is st.body.target
             arr, ref, index, extents = _as_declared(arr, ref, index, extents)
-            line, col = _column(scop, st, arr.name, nth)
+            line, col = column_of(scop, st, arr.name, nth)
             raise BoundsError(_message(scop, st, arr, write, ref, index, full, extents),
                               line, col, scop.source)
 
@@ -154,7 +155,7 @@ def _as_declared(arr: Array, ref: E.Access, index: tuple[int, ...], extents: lis
     return shown, E.Access(arr.local.name, ref.index[k:]), index[k:], extents[k:]
 
 
-def _fixed_map(m: isl.Map, sizes: Mapping[str, int]) -> isl.Map:
+def fixed_map(m: isl.Map, sizes: Mapping[str, int]) -> isl.Map:
     """``m`` with its parameters set to ``sizes``."""
     for k in range(m.dim(isl.dim_type.param)):
         name = m.get_dim_name(isl.dim_type.param, k)

@@ -98,7 +98,7 @@ def _returning(scop: Scop, params: list[tuple[str, str]]) -> str:
 
 
 def _c_type(p: Param) -> str:
-    _argtype(p)                       # UnsupportedError for a type ctypes cannot pass
+    argtype(p)                       # UnsupportedError for a type ctypes cannot pass
     return p.ctype
 
 
@@ -118,7 +118,8 @@ def load_library(path: Path) -> ctypes.CDLL:
     return lib
 
 
-def _argtype(p: Param):
+def argtype(p: Param):
+    """The ctypes type one parameter is passed as (arrays as data pointers)."""
     if p.kind == "array":
         return ctypes.c_void_p
     try:
@@ -151,7 +152,7 @@ class CpuReference:
                                f"(is it static?)") from None
         # a private function object, so argtypes never clash between references
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int),
-                                    *[_argtype(p) for p in scop.params])(
+                                    *[argtype(p) for p in scop.params])(
             ctypes.cast(fn, ctypes.c_void_p).value)
 
     def arguments(self, args: Mapping[str, object]) -> list:
@@ -163,7 +164,7 @@ class CpuReference:
 
     def _argument(self, p: Param, value):
         if p.kind != "array":
-            return _argtype(p)(value)
+            return argtype(p)(value)
         ccompile.check_pointer_array(value, np.dtype(DTYPES[p.ctype]), p.name,
                                      "the CPU reference")
         return ctypes.c_void_p(value.ctypes.data)

@@ -28,7 +28,7 @@ ITERATOR_RANGES = {"int": (-2**31, 2**31 - 1), "short": (-2**15, 2**15 - 1),
                    "long": (-2**63, 2**63 - 1), "long long": (-2**63, 2**63 - 1)}
 
 
-def _fixed(domain: isl.Set, sizes: Mapping[str, int]) -> isl.Set:
+def fixed_sizes(domain: isl.Set, sizes: Mapping[str, int]) -> isl.Set:
     """``domain`` with its parameters set to ``sizes``."""
     d = domain
     for k in range(d.dim(isl.dim_type.param)):
@@ -40,7 +40,7 @@ def _fixed(domain: isl.Set, sizes: Mapping[str, int]) -> isl.Set:
 
 def _runs(s: Statement, sizes: Mapping[str, int]) -> bool:
     try:
-        return not _fixed(s.domain, sizes).is_empty()
+        return not fixed_sizes(s.domain, sizes).is_empty()
     except isl.Error:
         return True
 
@@ -73,7 +73,7 @@ def check_iterators(scop: Scop, sizes: Mapping[str, int]) -> None:
     env = {k: int(v) for k, v in sizes.items()}
     for s in scop.statements:
         try:
-            d = _fixed(s.domain, env)
+            d = fixed_sizes(s.domain, env)
             if d.is_empty():
                 continue
         except isl.Error:

@@ -24,8 +24,8 @@ from .. import expr as E
 from ..errors import BoundsError
 from ..isl_util import OperationBudget
 from ..scop import Scop, Statement
-from .bounds import BOUNDS_OPERATIONS, _column, _fixed_map, _point, _sizes_text
-from .faults import _fixed
+from .bounds import BOUNDS_OPERATIONS, column_of, fixed_map, sample_values, sizes_text
+from .faults import fixed_sizes
 
 
 def _gathers(st: Statement) -> list[tuple[E.Access, int, E.Access]]:
@@ -74,7 +74,7 @@ def check_gathers(scop: Scop, sizes: Mapping[str, int], arrays: Mapping[str, np.
                 continue
             try:
                 with OperationBudget(ctx, BOUNDS_OPERATIONS):
-                    rel = _fixed_map(rel, env).intersect_domain(_fixed(st.domain, env))
+                    rel = fixed_map(rel, env).intersect_domain(fixed_sizes(st.domain, env))
                     bad = _first_bad(rel, np.asarray(arrays[idx.array]), ext)
             except isl.Error:
                 continue
@@ -86,11 +86,11 @@ def check_gathers(scop: Scop, sizes: Mapping[str, int], arrays: Mapping[str, np.
             at = ", ".join(f"{k} = {v}" for k, v in point.items() if k in st.iterators)
             nth = sum(1 for r, _, _ in _gathers(st)[:_gathers(st).index((ref, d, idx))]
                       if r.array == ref.array)
-            line, col = _column(scop, st, ref.array, nth)
+            line, col = column_of(scop, st, ref.array, nth)
             raise BoundsError(
                 f"out-of-range index in {st.name}: {text} uses {pr.expr(idx)} = {value}"
                 + (f" at {at}" if at else "") + f" as index {d} of {ref.array}, which must lie "
-                f"in 0..{ext - 1} at {_sizes_text(scop, env)}: fix the values of "
+                f"in 0..{ext - 1} at {sizes_text(scop, env)}: fix the values of "
                 f"'{idx.array}' (nothing ran; the arrays are unchanged)", line, col, scop.source)
 
 
@@ -138,7 +138,7 @@ def _first_bad(rel: isl.Map, values: np.ndarray, ext: int
     for k, v in enumerate(elem):
         one = one.fix_val(isl.dim_type.set, k, isl.Val(str(v), read.get_ctx()))
     inst = rel.intersect_range(one).domain()
-    return _point(inst), int(values[tuple(elem)])
+    return sample_values(inst), int(values[tuple(elem)])
 
 
 __all__ = ["check_gathers", "index_high"]

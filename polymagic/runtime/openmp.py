@@ -24,7 +24,7 @@ from typing import Mapping
 import numpy as np
 
 from . import ccompile, guard
-from .cpu import _argtype, load_library
+from .cpu import argtype, load_library
 from .emulator import note_openmp_used, one_thread
 from ..codegen.cpu_c import CpuCode
 from ..dtypes import DTYPES
@@ -69,11 +69,11 @@ class OpenmpModule:
         self._n_work = ctypes.c_int.in_dll(lib, "pm_cpu_n_work").value
         self._work = lib.pm_cpu_fork_work
         self._work.restype = None
-        self._work.argtypes = [*[_argtype(p) for p in self._scalars],
+        self._work.argtypes = [*[argtype(p) for p in self._scalars],
                                ctypes.POINTER(ctypes.c_double)]
         fn = getattr(lib, f"pm_guarded_{code.function}")
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int),
-                                    *[_argtype(p) for p in scop.params])(
+                                    *[argtype(p) for p in scop.params])(
             ctypes.cast(fn, ctypes.c_void_p).value)
 
     def run(self, args: Mapping[str, object]) -> float:
@@ -87,7 +87,7 @@ class OpenmpModule:
                                              "the OpenMP target")
                 argv.append(ctypes.c_void_p(v.ctypes.data))
             else:
-                argv.append(_argtype(p)(v))
+                argv.append(argtype(p)(v))
         note_openmp_used()
         with one_thread(bool(guard.integer_divisions(self.scop))):
             # a SIGINT is raised after the call, which runs to its end (guard.py)
@@ -99,7 +99,7 @@ class OpenmpModule:
         if not self._n_work:
             return []
         out = (ctypes.c_double * self._n_work)()
-        self._work(*[_argtype(p)(args[p.name]) for p in self._scalars], out)
+        self._work(*[argtype(p)(args[p.name]) for p in self._scalars], out)
         return list(out)
 
     def describe_decisions(self, args: Mapping[str, object]) -> str:

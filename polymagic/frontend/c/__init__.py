@@ -57,7 +57,7 @@ from .limits import check_limits
 from .local_arrays import LocalArrays
 from .mayaccess import MayAccesses
 from .pointers import Pointers
-from .source import _blank_comments, clean_source, parse, preprocess
+from .source import blank_comments, clean_source, parse, preprocess
 from .statements import Statements
 from .typedefs import resolve_typedefs
 from .values import Values
@@ -77,7 +77,7 @@ def parse_c(source: str) -> Scop:
     C outside the affine subset, both located at the user's line and column.
     """
     source = clean_source(source)          # the reference compiles this text too
-    check_limits(_blank_comments(source), source)
+    check_limits(blank_comments(source), source)
     pre = preprocess(source)
     check_limits(pre.text, source)          # what macros expanded to
     try:

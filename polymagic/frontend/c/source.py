@@ -81,7 +81,7 @@ class Preprocessed:
         return o[head] + 1 if head < len(o) else col
 
 
-def _blank_comments(src: str) -> str:
+def blank_comments(src: str) -> str:
     """Replace comments by spaces (newlines kept) so positions do not move;
     pycparser does not accept comments."""
     out = list(src)
@@ -189,7 +189,7 @@ def preprocess(source: str) -> Preprocessed:
     """Blank comments and directives, record numeric constants, and run the system
     C preprocessor only when other macros or conditionals are used.  The result has
     exactly the user's lines; lines without macros keep their exact columns."""
-    lines = _blank_comments(source.replace("\r\n", "\n")).split("\n")
+    lines = blank_comments(source.replace("\r\n", "\n")).split("\n")
     logical = _logical_lines(lines)
     directives = [(f, l, t.lstrip()[1:].lstrip(), _DEFINE.match(t))
                   for f, l, t in logical if t.lstrip().startswith("#")]
