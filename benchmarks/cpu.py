@@ -38,6 +38,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.suite import SUITE, Kernel  # noqa: E402
+from benchmarks import tables  # noqa: E402
 
 #: CPU sizes: MEDIUM, except where issue 21 names its own
 CPU_SIZES = {"gemm": {"N": 500}, "jacobi-2d": {"tsteps": 20, "n": 800}}
@@ -184,13 +185,7 @@ def measure(name: str, source: str, sizes: dict, repeat: int) -> Row:
 
 
 def table(rows: list[Row], markdown: bool) -> str:
-    cols = [HEADER] + [r.cells() for r in rows]
-    if markdown:
-        lines = ["| " + " | ".join(c) + " |" for c in cols]
-        lines.insert(1, "|" + "|".join(" --- " for _ in HEADER) + "|")
-        return "\n".join(lines)
-    widths = [max(len(c[k]) for c in cols) for k in range(len(HEADER))]
-    return "\n".join("  ".join(c[k].ljust(widths[k]) for k in range(len(HEADER))) for c in cols)
+    return tables.table(HEADER, [r.cells() for r in rows], markdown)
 
 
 def main(argv: list[str] | None = None) -> int:

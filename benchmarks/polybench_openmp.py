@@ -40,6 +40,8 @@ from dataclasses import dataclass
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import tables  # noqa: E402
+
 #: issue 32's bounds: no kernel slower than this times the serial time ...
 WORST = 1.1
 #: ... and the geometric mean of the ratios at most this
@@ -115,14 +117,7 @@ def measure(pb, name: str, dataset: str, repeat: int) -> Row:
 
 
 def table(rows: list[Row], markdown: bool) -> str:
-    cols = [HEADER] + [r.cells() for r in rows]
-    if markdown:
-        lines = ["| " + " | ".join(c) + " |" for c in cols]
-        lines.insert(1, "|" + "|".join(" --- " for _ in HEADER) + "|")
-        return "\n".join(lines)
-    widths = [max(len(c[k]) for c in cols) for k in range(len(HEADER))]
-    return "\n".join("  ".join(c[k].ljust(widths[k]) for k in range(len(HEADER))).rstrip()
-                     for c in cols)
+    return tables.table(HEADER, [r.cells() for r in rows], markdown)
 
 
 def verdict(rows: list[Row], total: int) -> tuple[str, float | None]:

@@ -23,60 +23,10 @@ from polymagic.runtime.run import run
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
-GRAMSCHMIDT = """\
-void gramschmidt(int m, int n, double A[m][n], double R[n][n], double Q[m][n]) {
-  int i, j, k;
-  double nrm;
-  for (k = 0; k < n; k++) {
-    nrm = 0.0;
-    for (i = 0; i < m; i++)
-      nrm += A[i][k] * A[i][k];
-    R[k][k] = sqrt(nrm);
-    for (i = 0; i < m; i++)
-      Q[i][k] = A[i][k] / R[k][k];
-    for (j = k + 1; j < n; j++) {
-      R[k][j] = 0.0;
-      for (i = 0; i < m; i++)
-        R[k][j] += Q[i][k] * A[i][j];
-      for (i = 0; i < m; i++)
-        A[i][j] = A[i][j] - Q[i][k] * R[k][j];
-    }
-  }
-}
-"""
-
-LUDCMP = """\
-void ludcmp(int n, double A[n][n], double b[n], double x[n], double y[n]) {
-  int i, j, k;
-  double w;
-  for (i = 0; i < n; i++) {
-    for (j = 0; j < i; j++) {
-      w = A[i][j];
-      for (k = 0; k < j; k++)
-        w -= A[i][k] * A[k][j];
-      A[i][j] = w / A[j][j];
-    }
-    for (j = i; j < n; j++) {
-      w = A[i][j];
-      for (k = 0; k < i; k++)
-        w -= A[i][k] * A[k][j];
-      A[i][j] = w;
-    }
-  }
-  for (i = 0; i < n; i++) {
-    w = b[i];
-    for (j = 0; j < i; j++)
-      w -= A[i][j] * y[j];
-    y[i] = w;
-  }
-  for (i = n - 1; i >= 0; i--) {
-    w = y[i];
-    for (j = i + 1; j < n; j++)
-      w -= A[i][j] * x[j];
-    x[i] = w / A[i][i];
-  }
-}
-"""
+REGRESSIONS = ROOT / "tests" / "fuzz" / "regressions"
+#: the issue's kernels, kept where the fuzzer's regressions run them too
+GRAMSCHMIDT = (REGRESSIONS / "mismatch-openmp-gramschmidt.c").read_text()
+LUDCMP = (REGRESSIONS / "mismatch-openmp-ludcmp.c").read_text()
 
 
 def _openmp(source: str, sizes: dict, inputs: dict | None = None):
@@ -174,8 +124,7 @@ def test_openmp_runs_where_the_gpu_code_cannot_be_made():
     """Fuzz finding 50: isl fails on this nest's GPU mapping (its own internal error);
     the OpenMP C, printed from the schedule, does not need it: it runs and matches,
     and a note says there is no GPU code."""
-    src = (ROOT / "tests" / "fuzz" / "regressions"
-           / "compile-error-isl-dimensionality-32003000356.c").read_text()
+    src = (REGRESSIONS / "compile-error-isl-dimensionality-32003000356.c").read_text()
     compiled, report = _openmp(src, {"N": 10, "K": 16})
     assert report.ok, report.message
     assert compiled.program.kernels == {} and compiled.cuda == ""
