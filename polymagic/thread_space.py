@@ -195,3 +195,15 @@ def linear_thread_id_text(block: Block, modulo: int | None = None) -> str:
             terms.append(f"{stride} * {THREAD_IDS[a]}")
         stride *= b
     return " + ".join(terms) or "0"
+
+
+def linear_thread_group_text(block: Block, r: int) -> str:
+    """The group ``t div r`` of the linear thread id ``t`` as isl text, for ``r`` a
+    product of the block's leading dims (``X`` or ``X * Y``): the terms whose stride
+    is ``r`` or more, divided by ``r`` (``0`` when there are none)."""
+    terms, stride = [], 1
+    for a, b in zip(AXES, block):
+        if b > 1 and stride >= r:
+            terms.append(f"{stride // r} * {THREAD_IDS[a]}")
+        stride *= b
+    return " + ".join(terms) or "0"

@@ -117,3 +117,15 @@ def test_linear_thread_id_leaves_out_one_thread_axes():
 def test_copy_split_value_divides_the_linear_id():
     value = kir.copy_split_value(f"{kir.COPY_GROUP}8", (32, 4, 1))
     assert evaluate(value, {"pm_tx": 17, "pm_ty": 3}) == (17 + 32 * 3) // 8
+
+
+def test_linear_thread_group_is_the_linear_id_divided():
+    block = (32, 4, 2)
+    text = ts.linear_thread_group_text(block, 32)
+    assert text == "1 * pm_ty + 4 * pm_tz"
+    group = isl.PwAff(f"[pm_tx, pm_ty, pm_tz] -> {{ [({text})] }}")
+    lin = isl.PwAff(f"[pm_tx, pm_ty, pm_tz] -> {{ [(floor((pm_tx + 32 * pm_ty + 128 * pm_tz)"
+                    f" / 32))] }}")
+    assert group.intersect_params(ts.thread_bounds_set(block)).is_equal(
+        lin.intersect_params(ts.thread_bounds_set(block)))
+    assert ts.linear_thread_group_text((32, 1, 1), 32) == "0"

@@ -30,8 +30,8 @@ from ..notes import Note
 from ..options import CompileOptions
 from ..names import buffer_stem
 from ..scop import Scop
-from ..thread_space import (AXES, THREAD_IDS, cyclic_condition, linear_thread_id_text,
-                            thread_axes, thread_bounds, thread_zero)
+from ..thread_space import (AXES, THREAD_IDS, cyclic_condition, linear_thread_group_text,
+                            linear_thread_id_text, thread_axes, thread_bounds, thread_zero)
 from .registers import RegisterPlan
 from .scratchpad import (Box, DataSpace, Partition, bounding_box, copy_in_hull, data_spaces,
                          partition, reuse)
@@ -730,12 +730,8 @@ def chunk_split(block: tuple[int, int, int], extents: tuple[int, ...], width: in
         return ChunkSplit(g, linear_thread_id_text(block, g), name, ((name, threads // g),))
     if best == threads:
         return ChunkSplit(best, linear_thread_id_text(block, best), None)
-    high, stride = [], 1
-    for a, b in zip("xyz", block):
-        if b > 1 and stride >= best:
-            high.append(f"{stride // best} * {kir.THREAD_IDS[a]}")
-        stride *= b
-    return ChunkSplit(best, linear_thread_id_text(block, best), " + ".join(high) or "0")
+    return ChunkSplit(best, linear_thread_id_text(block, best),
+                      linear_thread_group_text(block, best))
 
 
 def copy_split_params(buffers: list[BufferPlan], blocks: list[tuple[int, int, int]]
