@@ -12,48 +12,20 @@ Mapped ids appear in expressions as the variables of :data:`MAPPED_IDS`
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Union
 
 from .dtypes import DTYPES
 from .expr import Access, Assign, Expr, Var, map_expr, row_major_strides
+# the id names and their isl parameter order are thread space's, used here and by kir's users
+from .thread_space import AXES, BLOCK_IDS, ISL_IDS, THREAD_IDS, ids_in, linear_thread_id
 
-AXES = ("x", "y", "z")
-THREAD_IDS = {a: f"pm_t{a}" for a in AXES}      # threadIdx.a
-BLOCK_IDS = {a: f"pm_b{a}" for a in AXES}       # blockIdx.a
 BLOCK_DIMS = {a: f"pm_nt{a}" for a in AXES}     # blockDim.a
 GRID_DIMS = {a: f"pm_nb{a}" for a in AXES}      # gridDim.a
 MAPPED_IDS = {**{v: f"threadIdx.{a}" for a, v in THREAD_IDS.items()},
               **{v: f"blockIdx.{a}" for a, v in BLOCK_IDS.items()},
               **{v: f"blockDim.{a}" for a, v in BLOCK_DIMS.items()},
               **{v: f"gridDim.{a}" for a, v in GRID_DIMS.items()}}
-#: the block and thread ids as isl parameters of the mapped schedule, in order
-ISL_IDS = tuple(THREAD_IDS.values()) + tuple(BLOCK_IDS.values())
-_ID_WORD = re.compile(r"\bpm_[tb][xyz]\b")
-
-
-def ids_in(text: str) -> list[str]:
-    """The block/thread ids (:data:`ISL_IDS`) that isl text ``text`` mentions, in
-    order: the parameters to declare for it.  An id no constraint mentions is left
-    out of every space, so isl's operations and its AST generator never carry an
-    unused dimension (an unused ``pm_tz``/``pm_bz`` pair cost gemm's AST 20 %)."""
-    found = set(_ID_WORD.findall(text))
-    return [i for i in ISL_IDS if i in found]
-
-
-def thread_axes(block: tuple[int, int, int]) -> list[str]:
-    """The axes of ``block`` with more than one thread (``x`` when none has): those
-    whose thread ids isl's sets name; a one-thread axis' id is 0, left out
-    (:func:`ids_in`)."""
-    return [a for a, b in zip(AXES, block) if b > 1] or ["x"]
-
-
-def thread_bounds(block: tuple[int, int, int], axes: list[str] | None = None) -> list[str]:
-    """``0 <= threadIdx.a < block[a]`` as isl text for ``axes`` (default
-    :func:`thread_axes`): what every thread of a block of that shape knows."""
-    return [f"0 <= {THREAD_IDS[a]} < {block[AXES.index(a)]}"
-            for a in (thread_axes(block) if axes is None else axes)]
 
 
 def mupa_text(params: str, members: str) -> str:
@@ -88,16 +60,7 @@ def copy_split_value(name: str, block: tuple[int, int, int]) -> Expr:
     from .expr import Binary, Int
     r = copy_split_var(name)
     assert r is not None, name
-    t: Expr | None = None
-    stride = 1
-    for a, b in zip(AXES, block):
-        if b > 1:
-            term: Expr = Var(THREAD_IDS[a])
-            if stride > 1:
-                term = Binary("*", Int(stride), term)
-            t = term if t is None else Binary("+", t, term)
-        stride *= b
-    return Binary("/", t or Int(0), Int(r))
+    return Binary("/", linear_thread_id(block), Int(r))
 
 
 @dataclass

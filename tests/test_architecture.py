@@ -28,7 +28,8 @@ PKG = ROOT / "polymagic"
 LAYERS: list[tuple[str, ...]] = [
     ("polymagic.errors", "polymagic.expr", "polymagic.dtypes", "polymagic.version",
      "polymagic.notes", "polymagic.names"),
-    ("polymagic.isl_util", "polymagic.helper_process", "polymagic.scop", "polymagic.kir"),
+    ("polymagic.isl_util", "polymagic.helper_process", "polymagic.scop", "polymagic.kir",
+     "polymagic.thread_space"),
     ("polymagic.options",),
     ("polymagic.frontend",),
     ("polymagic.deps", "polymagic.source_tree"),

@@ -25,19 +25,17 @@ from ..memory.plan import SCAN_MARK, BufferPlan, chunk_guards, copy_split_params
 from ..memory.registers import eliminate_redundant_loads
 from ..names import strip_generated
 from ..scop import Scop
+from ..thread_space import generic_id_context, thread_bounds_in
 from .kernel_passes import (accessed_arrays, copy_split_values, mark_unroll, plan_summary,
                             promote_plan_registers, rename_loops)
 from .full_tile_pieces import full_tile_schedule, launch_values, merge_pieces
 from .per_kernel import (GROUP_PREFIX, boxed_launches, drop_fixed_host_loops, group_and_cut,
                          host_depends_on_ids, kernel_marks, kernel_schedule,
-                         mentions_mapped_ids, rename_vars, thread_bounds_set,
-                         with_thread_contexts)
+                         mentions_mapped_ids, rename_vars, with_thread_contexts)
 from .reductions import TreeBuffer, share_partner_loads, tree_reduction
 from .subscripts import (CHUNK_DIM, access_affs, access_order, build_index, chunk_cond,
                          copy_local_index, drop_domain, guard_expr, iterator_map, prefix_expr,
                          rewrite_accesses, stmt_prefix)
-
-_THREAD_IDS = frozenset(kir.THREAD_IDS.values())
 
 
 @dataclass(frozen=True)
@@ -416,7 +414,7 @@ class _Lowerer:
             self.context.align_params(known.get_space()).intersect_params(known)
         build = self.build if known is None else ast_build(context)
         inside = ast_build(context.intersect_params(full_set).intersect_params(
-            thread_bounds_set(plan.block, context.get_space())))
+            thread_bounds_in(plan.block, context.get_space())))
         full = drop_fixed_host_loops(self.block(_generate(inside, tree, self)[1], True))
         cond = ast_expr_to_expr(build.expr_from_set(full_set))
         names = {f"{HOST_PARAM}{k}": Var(v) for k, v in enumerate(host)
@@ -448,7 +446,7 @@ class _Lowerer:
         schedule, n = kernel_schedule(self.mapping.schedule, name, plan)
         assert n == depth, (n, depth)
         build = ast_build(self.context.intersect_params(
-            thread_bounds_set(plan.block, self.context.get_space())))
+            thread_bounds_in(plan.block, self.context.get_space())))
         ast = _generate(build, schedule, self)[1]
         body = drop_fixed_host_loops(self.block(ast, True))
         if plan.full_instances is not None:
@@ -567,12 +565,7 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
     space = mapping.schedule.get_domain().get_space()
     # the ids the mapped tree mentions (kir.ids_in, mapping.tree.with_id_params)
     ids = [v for v in kir.ISL_IDS if space.find_dim_by_name(isl.dim_type.param, v) >= 0]
-    ids_ctx = isl.Set(f"[{', '.join(ids + list(split))}] -> {{ : "
-                      + " and ".join([f"0 <= {v} < 1024" for v in ids if v in _THREAD_IDS]
-                                     + [f"{v} >= 0" for v in ids if v not in _THREAD_IDS]
-                                     + [f"0 <= {v} < {n}" for v, n in split.items()]
-                                     or ["1 = 1"])
-                      + " }")
+    ids_ctx = generic_id_context(ids, split)
     context = scop.context.align_params(space).intersect_params(ids_ctx.align_params(space))
     build = ast_build(context)
     if settings.per_kernel or any(p.launch_domain is not None for p in mapping.plans.values()):

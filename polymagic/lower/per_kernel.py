@@ -17,7 +17,7 @@ from ..expr import Expr, Int, Var
 from ..expr import walk as walk_expr
 from ..isl_util import ast_expr_to_expr
 from ..mapping import HOST_PARAM, MARK_PREFIX, KernelPlan, kernel_mark
-from ..mapping.tree import id_bounds
+from ..thread_space import thread_bounds_in
 
 #: names of the launch statements of the host tree in per-kernel mode
 GROUP_PREFIX = "pm_group_"
@@ -206,26 +206,18 @@ def boxed_launches(host: isl.Schedule, groups: list[str]) -> isl.Schedule:
     return out.insert_mark(node.mark_get_id()).get_schedule()
 
 
-def thread_bounds_set(block: tuple[int, int, int], params: isl.Space) -> isl.Set:
-    """:func:`kir.thread_bounds` for the thread ids among ``params``' parameters, as a
-    parameter set: what every thread of a kernel launched with ``block`` knows (the
-    build's context only bounds them by 1024)."""
-    axes = [a for a, v in kir.THREAD_IDS.items()
-            if params.find_dim_by_name(isl.dim_type.param, v) >= 0]
-    return id_bounds(kir.thread_bounds(block, axes))
-
-
 def with_thread_contexts(schedule: isl.Schedule, plans: dict[str, KernelPlan]
                          ) -> isl.Schedule:
     """``schedule`` with a context node above each kernel mark holding its block's
-    thread-id bounds (:func:`thread_bounds_set`; seed 004 §4.1: each thread of a block
-    has ``0 <= threadIdx.a < blockDim.a``).  isl's AST generator takes a context
-    node's constraints as known, not as guards: fewer guards in the kernels, and 6-7 %
-    less of its time over the 33 benchmark kernels (8.18 -> 7.60 s, measured)."""
+    thread-id bounds (:func:`.thread_space.thread_bounds_in`; seed 004 §4.1: each
+    thread of a block has ``0 <= threadIdx.a < blockDim.a``).  isl's AST generator
+    takes a context node's constraints as known, not as guards: fewer guards in the
+    kernels, and 6-7 % less of its time over the 33 benchmark kernels (8.18 -> 7.60 s,
+    measured)."""
     params = schedule.get_domain().get_space()
     for name in kernel_marks(schedule):
         node = kernel_marks(schedule)[name]
-        bounds = thread_bounds_set(plans[name].block, params)
+        bounds = thread_bounds_in(plans[name].block, params)
         prefix = node.get_prefix_schedule_multi_union_pw_aff().get_space()
         space = prefix.params().set_from_params().add_dims(
             isl.dim_type.set, prefix.dim(isl.dim_type.set))

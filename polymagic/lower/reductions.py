@@ -10,10 +10,11 @@ from __future__ import annotations
 from typing import Callable
 
 from .. import kir
-from ..expr import Access, Assign, Binary, Call, Expr, Int, Var, accesses, map_expr, \
+from ..expr import Access, Assign, Binary, Call, Expr, Int, accesses, map_expr, \
     substitute_assign
 from ..mapping import TreeReduction
 from ..scop import Scop
+from ..thread_space import linear_thread_id_rows
 
 
 class TreeBuffer:
@@ -45,11 +46,7 @@ def tree_reduction(name: str, args: list[Expr], reductions: dict[str, TreeReduct
         init = {"+": Int(0), "*": Int(1)}.get(red.op, targets[0])
         return kir.Compute(name, Assign(acc, "=", init))
     bx, by, bz = red.block
-    lin: Expr = Var(kir.THREAD_IDS["x"])
-    if by * bz > 1:
-        lin = Binary("+", lin, Binary("*", Int(bx), Var(kir.THREAD_IDS["y"])))
-    if bz > 1:
-        lin = Binary("+", lin, Binary("*", Int(bx * by), Var(kir.THREAD_IDS["z"])))
+    lin = linear_thread_id_rows(red.block)
     n = bx * by * bz
     out: list[kir.Stmt] = [kir.Compute(name, Assign(Access(r.buf, (lin,)), "=",
                                                     Access(r.acc, ())))

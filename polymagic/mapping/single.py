@@ -26,9 +26,8 @@ from dataclasses import replace
 
 import islpy as isl
 
-from .. import kir
 from ..errors import OptionsError
-from ..isl_util import has_parallelism, leading_coincident, param_id
+from ..isl_util import has_parallelism, leading_coincident
 from ..memory.constant import ConstantChooser
 from ..memory.localcode import LocalBuffer
 from ..memory.plan import (CopyNamer, KernelMemory, atomic, drop_register_buffers,
@@ -39,6 +38,8 @@ from ..notes import Note, Stage
 from ..options import CompileOptions, per_thread_tile
 from ..schedule import ScheduleResult
 from ..scop import Scop
+from ..thread_space import (block_bounds_set, block_id_on, cyclic_filter, thread_bounds_set,
+                            thread_id_on)
 from ..schedule.timeblock import TIME_TILES_MARK
 from .full_tiles import full_tile_instances, full_tiles
 from .grid_fill import GridFill, grid_fill
@@ -47,8 +48,8 @@ from .observer import NO_OBSERVER, BandEvent, MappingObserver
 from .result import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, DEFAULT_TILES, MARK_PREFIX, KernelPlan,
                      MappedMember, MappingResult)
 from .time_kernels import TimeKernels
-from .tree import (guard_grafts, id_bounds, is_rectangular, loop_names, member_text,
-                   size_param_space, statement_names, val_list, with_id_params)
+from .tree import (guard_grafts, is_rectangular, loop_names, member_text, size_param_space,
+                   statement_names, val_list, with_id_params)
 
 
 class SingleMapper(TimeKernels):
@@ -257,26 +258,21 @@ class SingleMapper(TimeKernels):
             self.scop.context)
         members: list[MappedMember] = []
         block_filt, thread_filt = domain, domain
-        block_ctx, thread_ctx = [], []
+        axes: list[str] = []
         for j in range(m):
             axis = "xyz"[m - 1 - j]
             tmin = rng.dim_min(j).coalesce()
             tmax = rng.dim_max(j).coalesce()
             members.append(MappedMember(axis, tiles[j], threads[j], member_text(full, j),
                                         tmin, tmax))
-            b = isl.UnionPwAff.param_on_domain_id(domain, param_id(kir.BLOCK_IDS[axis]))
-            t = isl.UnionPwAff.param_on_domain_id(domain, param_id(kir.THREAD_IDS[axis]))
+            b = block_id_on(domain, axis)
+            t = thread_id_on(domain, axis)
             offset = isl.UnionPwAff.pw_aff_on_domain(domain, tmin)
             block_filt = block_filt.intersect(
                 tile_sched.get_at(j).sub(offset).sub(b).zero_union_set())
-            point_j = point_sched.get_at(j)
-            if threads[j] == tiles[j]:
-                thread_filt = thread_filt.intersect(point_j.sub(t).zero_union_set())
-            else:
-                thread_filt = thread_filt.intersect(
-                    point_j.sub(t).mod_val(isl.Val(threads[j])).zero_union_set())
-            thread_ctx.append(f"0 <= {kir.THREAD_IDS[axis]} < {threads[j]}")
-            block_ctx.append(f"{kir.BLOCK_IDS[axis]} >= 0")
+            thread_filt = thread_filt.intersect(
+                cyclic_filter(point_sched.get_at(j), t, threads[j], tiles[j]))
+            axes.append(axis)
         plan = KernelPlan(name, members, seq, statement_names(node))
         for j in range(m, m + s):
             plan.sub_tiles.append(f"{member_text(full, j)} (sub-tile {tiles[j]})")
@@ -358,12 +354,13 @@ class SingleMapper(TimeKernels):
                         plan.full_tiles = True
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
-        inner = inner.insert_filter(thread_filt.intersect_params(id_bounds(thread_ctx)))
+        inner = inner.insert_filter(thread_filt.intersect_params(
+            thread_bounds_set(plan.block, axes)))
         mapped = {member_text(full, i) for i in range(m)}
         inner = self.localise(inner, plan, [t for t in loop_names(inner) if t not in mapped])
         node = self.add_copies(inner, plan, s > 0)
         node = node.ancestor(node.get_tree_depth() - depth)
-        node = node.insert_filter(block_filt.intersect_params(id_bounds(block_ctx)))
+        node = node.insert_filter(block_filt.intersect_params(block_bounds_set(axes)))
         if plan.memory is not None and plan.memory.buffers or plan.local is not None:
             node = guard_grafts(node.child(0).child(0)).parent().parent()
         self.plans[name] = plan

@@ -17,7 +17,6 @@ import islpy as isl
 
 from .. import kir
 from ..errors import OptionsError
-from ..isl_util import param_id
 from ..memory.constant import ConstantChooser
 from ..memory.localcode import LocalBuffer, LocalPlan
 from ..memory.plan import BufferPlan, CopyNamer, atomic, graft_copies
@@ -26,14 +25,15 @@ from ..options import CompileOptions, per_thread_tile
 from ..schedule.loop_kinds import reduction_operator
 from ..schedule.superposition import Kernel, StepLoop, SuperPlan, ThreadGroup
 from ..scop import Scop
+from ..thread_space import (THREAD_IDS, block_bounds_set, block_id_on, cyclic_condition,
+                            thread_axes, thread_bounds_set, thread_zero)
 from .observer import (NO_OBSERVER, GroupBuffersEvent, MappingObserver, SuperKernelEvent,
                        ThreadTilesEvent)
 from .result import (DEFAULT_BLOCKS, DEFAULT_SUB_TILE, MARK_PREFIX, KernelPlan,
                      MappedMember, MappingResult, TreeReduction)
 from .super_local import SuperLocalisation
 from .super_memory import SuperMemory
-from .tree import (guard_grafts, id_bounds, size_param_space, thread_dims, walk_items,
-                   with_id_params)
+from .tree import guard_grafts, size_param_space, thread_dims, walk_items, with_id_params
 
 
 class SuperText:
@@ -297,7 +297,7 @@ class SuperMapper(SuperLocalisation):
         self.kernel_block = list(k.block)
         members: list[MappedMember] = []
         domain = node.get_domain()
-        block_ctx: list[str] = []
+        block_axes: list[str] = []
         host = node.get_prefix_schedule_union_map().intersect_domain(domain)
         n_host = node.get_schedule_depth()
         point = self.thread_points(k, host)
@@ -317,10 +317,10 @@ class SuperMapper(SuperLocalisation):
                 tmin, tmax = rng.dim_min(j).coalesce(), rng.dim_max(j).coalesce()
                 members.append(MappedMember(axis, t, blk["xyz".index(axis)],
                                             self.plan.loop_text(b), tmin, tmax))
-                bid = isl.UnionPwAff.param_on_domain_id(domain, param_id(kir.BLOCK_IDS[axis]))
+                bid = block_id_on(domain, axis)
                 off = isl.UnionPwAff.pw_aff_on_domain(domain, tmin)
                 filt = filt.intersect(tile_sched.get_at(j).sub(off).sub(bid).zero_union_set())
-                block_ctx.append(f"{kir.BLOCK_IDS[axis]} >= 0")
+                block_axes.append(axis)
             node = node.insert_partial_schedule(tile_sched)
             for j in range(len(k.block)):
                 node = node.band_member_set_coincident(j, 1)
@@ -333,7 +333,7 @@ class SuperMapper(SuperLocalisation):
             self.memory.registers(k, domain, point, n_host, tiles)
             body = self.memory.graft_block(body)
             node = body.ancestor(body.get_tree_depth() - depth)
-            node = node.insert_filter(filt.intersect_params(id_bounds(block_ctx)))
+            node = node.insert_filter(filt.intersect_params(block_bounds_set(block_axes)))
             if self.memory.mem.buffers:
                 node = guard_grafts(node.child(0).child(0)).parent().parent()
         else:
@@ -453,13 +453,11 @@ class SuperMapper(SuperLocalisation):
             orig.append(m)
         node = atomic(node.insert_partial_schedule(self._mupa(orig)))
         bx = self.block[0]
-        conds = {s: [f"({self._loop(g.dims[0][s])} - {kir.THREAD_IDS['x']}) mod {bx} = 0"]
-                 + [f"{kir.THREAD_IDS[a]} = 0" for a in kir.thread_axes(self.block)
-                    if a != "x"]
+        conds = {s: [cyclic_condition(self._loop(g.dims[0][s]), THREAD_IDS["x"], bx)]
+                 + [thread_zero(a) for a in thread_axes(self.block) if a != "x"]
                  for s in g.statements}
-        ctx = kir.thread_bounds(self.block)
         return node.insert_filter(self._filter(g.statements, conds).intersect_params(
-            id_bounds(ctx)))
+            thread_bounds_set(self.block)))
 
     def thread_group(self, node: isl.ScheduleNode, g: ThreadGroup) -> isl.ScheduleNode:
         if g.reduction:
@@ -490,24 +488,23 @@ class SuperMapper(SuperLocalisation):
         for d, ax in zip(g.dims, axes):
             b = self.block["xyz".index(ax)]
             for s in g.statements:
-                conds[s].append(f"({self._loop(d[s])} - {kir.THREAD_IDS[ax]}) mod {b} = 0")
+                conds[s].append(cyclic_condition(self._loop(d[s]), THREAD_IDS[ax], b))
         for ax in axes[len(g.dims):]:
-            if ax in kir.thread_axes(self.block):
+            if ax in thread_axes(self.block):
                 for s in g.statements:
-                    conds[s].append(f"{kir.THREAD_IDS[ax]} = 0")
+                    conds[s].append(thread_zero(ax))
         if g.dims:
             members = [{s: self._loop(d[s]) for s in g.statements} for d in reversed(g.dims)]
             node = node.insert_partial_schedule(self._mupa(members))
             for j in range(len(g.dims)):
                 node = node.band_member_set_coincident(j, 1)
             node = atomic(node)
-        ctx = kir.thread_bounds(self.block)
         if bufs:
             node = atomic(node.insert_partial_schedule(chunk))
             depth = node.get_tree_depth()
             node = node.child(0)
         node = node.insert_filter(self._filter(g.statements, conds).intersect_params(
-            id_bounds(ctx)))
+            thread_bounds_set(self.block)))
         node = self.localise_group(node, g)
         if bufs:
             node = graft_copies(self.scop, node, bufs, self.block, self.namer)

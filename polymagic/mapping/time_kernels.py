@@ -15,7 +15,6 @@ import re
 
 import islpy as isl
 
-from .. import kir
 from ..errors import OptionsError
 from ..isl_util import param_id
 from ..memory.localcode import LocalBuffer
@@ -23,8 +22,10 @@ from ..memory.plan import CopyNamer
 from ..names import strip_generated
 from ..options import CompileOptions
 from ..scop import Scop
+from ..thread_space import (block_bounds_set, block_id_on, cyclic_filter, thread_bounds_set,
+                            thread_id_on)
 from .result import DEFAULT_BLOCKS, HOST_PARAM, KernelPlan, MappedMember, kernel_mark
-from .tree import id_bounds, member_text, single_piece, statement_names
+from .tree import member_text, single_piece, statement_names
 
 #: time tiles keep their whole footprint in L (one write-back) instead of seed 001's per-step moves
 TILE_FOOTPRINT = True
@@ -66,7 +67,7 @@ class TimeKernels:
         name = self.new_name()
         threads = (self.options.block or (256,))[0]
         text = member_text(node.band_get_partial_schedule(), 0)
-        bounds = id_bounds([f"0 <= {kir.THREAD_IDS['x']} < {threads}"])
+        bounds = thread_bounds_set((threads, 1, 1), ["x"])
         sizes = {k: v for k, v in self.options.sizes.items() if k in self.scop.size_params}
         if sizes:
             fixed = " and ".join(f"{k} = {int(v)}" for k, v in sizes.items())
@@ -130,17 +131,17 @@ class TimeKernels:
         rng = isl.UnionMap.from_multi_union_pw_aff(cband).intersect_domain(
             domain).range().extract_set(cband.get_space()).intersect_params(self.scop.context)
         members: list[MappedMember] = []
-        block_filt, block_ctx = domain, []
+        block_filt, block_axes = domain, []
         block_first: list[isl.UnionPwAff] = []      # tile coordinate of each block
         for j in range(nc):
             axis = "xyz"[nc - 1 - j]
             tmin, tmax = rng.dim_min(j).coalesce(), rng.dim_max(j).coalesce()
             members.append(MappedMember(axis, 1, 1, member_text(cband, j), tmin, tmax))
-            b = isl.UnionPwAff.param_on_domain_id(domain, param_id(kir.BLOCK_IDS[axis]))
+            b = block_id_on(domain, axis)
             offset = isl.UnionPwAff.pw_aff_on_domain(domain, single_piece(tmin)).add(b)
             block_first.append(offset)
             block_filt = block_filt.intersect(cband.get_at(j).sub(offset).zero_union_set())
-            block_ctx.append(f"{kir.BLOCK_IDS[axis]} >= 0")
+            block_axes.append(axis)
         seq = node.child(0)
         wband = node.parent()
         if wband.get_type() == isl.schedule_node_type.band and wband.band_n_member() == 1:
@@ -157,28 +158,28 @@ class TimeKernels:
         tiles = time_tiles(self.options.time_tiling, nc + 1)[1:]
         blk = list(self.options.block or DEFAULT_BLOCKS[min(npar, 3)]) + [1, 1, 1]
         threads: list[int] = []
-        thread_filt, thread_ctx = par.get_domain(), []
+        thread_filt, par_axes = par.get_domain(), []
         for j in range(min(npar, 3)):
             axis = "xyz"[min(npar, 3) - 1 - j]
             k = "xyz".index(axis)
             bj = max(1, min(blk[k], tiles[j] if j < len(tiles) else blk[k]))
             threads.append(bj)
-            t = isl.UnionPwAff.param_on_domain_id(thread_filt, param_id(kir.THREAD_IDS[axis]))
+            t = thread_id_on(thread_filt, axis)
             if j < nc and bj == tiles[j]:
                 # one thread per point of the tile's extent: b = T·(c_min + block id) + tid,
                 # an equality in the ids (no loop, no floor or modulo for isl's AST
                 # generator: the point is a function of t and the ids)
                 off = block_first[j].intersect_domain(thread_filt).scale_val(isl.Val(bj))
                 thread_filt = thread_filt.intersect(
-                    pband.get_at(j).sub(off).sub(t).zero_union_set())
+                    cyclic_filter(pband.get_at(j).sub(off), t, bj, points=bj))
             else:
-                thread_filt = thread_filt.intersect(
-                    pband.get_at(j).sub(t).mod_val(isl.Val(bj)).zero_union_set())
-            thread_ctx.append(f"0 <= {kir.THREAD_IDS[axis]} < {bj}")
+                thread_filt = thread_filt.intersect(cyclic_filter(pband.get_at(j), t, bj))
+            par_axes.append(axis)
         block = tuple((threads[::-1] + [1, 1, 1])[:3])
         if math.prod(block) > 1024:
             raise OptionsError(f"--time-tiling: {block} threads per block, at most 1024")
-        par = par.insert_filter(thread_filt.intersect_params(id_bounds(thread_ctx)))
+        par = par.insert_filter(thread_filt.intersect_params(
+            thread_bounds_set(block, par_axes)))
         par = par.graft_after(sync_graft(self.scop, par, self.namer.sync()))
         depth = node.get_tree_depth()
         par_text = [member_text(pband, i) for i in range(npar)]
@@ -191,7 +192,7 @@ class TimeKernels:
                                f"{', '.join(par_text)} (cyclic)")
         node = self.localise_tile(par.ancestor(par.get_tree_depth() - depth - 1), plan)
         node = node.ancestor(node.get_tree_depth() - depth)
-        node = node.insert_filter(block_filt.intersect_params(id_bounds(block_ctx)))
+        node = node.insert_filter(block_filt.intersect_params(block_bounds_set(block_axes)))
         self.plans[name] = plan
         return node.insert_mark(isl.Id(name))
 

@@ -88,13 +88,6 @@ def single_piece(f: isl.PwAff) -> isl.PwAff:
     return isl.PwAff.from_aff(pieces[0]) if len(pieces) == 1 else f
 
 
-def id_bounds(constraints: list[str]) -> isl.Set:
-    """The block/thread-id parameters bounded by ``constraints`` (a context set), in
-    a space of the ids they mention only (:func:`kir.ids_in`)."""
-    text = ' and '.join(constraints) or '1 = 1'
-    return isl.Set(f"[{', '.join(kir.ids_in(text))}] -> {{ : {text} }}")
-
-
 def with_id_params(schedule: isl.Schedule, scop: Scop) -> isl.Schedule:
     """The mapped ``schedule`` with every parameter its nodes introduce declared on
     all of them, the sizes first, then the block/thread ids in :data:`kir.ISL_IDS`

@@ -32,11 +32,12 @@ from dataclasses import dataclass, field, replace
 import islpy as isl
 
 from .. import kir
-from ..expr import Binary, Expr, Int, Var
+from ..expr import Expr
 from ..names import buffer_stem
 from ..notes import Note, Stage
 from ..options import CompileOptions
 from ..scop import Scop, buffer_bytes
+from ..thread_space import linear_thread_id_rows
 from .localise import MAX_RHO_PIECES, LocaliseError, Localisation, live_move_out, localise
 
 #: ρ with more pieces than this is not printed in a one-block kernel (box modulo instead)
@@ -84,13 +85,7 @@ class LocalBuffer:
         """The thread's row: ``tx + Bx * (ty + By * tz)`` (nothing for one thread)."""
         if self.rows == 1:
             return ()
-        bx, by, _ = self.block
-        e: Expr = Var(kir.THREAD_IDS["x"])
-        if by > 1 or self.block[2] > 1:
-            e = Binary("+", e, Binary("*", Int(bx), Var(kir.THREAD_IDS["y"])))
-        if self.block[2] > 1:
-            e = Binary("+", e, Binary("*", Int(bx * by), Var(kir.THREAD_IDS["z"])))
-        return (e,)
+        return (linear_thread_id_rows(self.block),)
 
     def access_index(self, stmt, k: int) -> list[isl.PwAff]:
         """``ρ(f(i), p(i))`` on the statement's space for its ``k``-th access."""

@@ -30,6 +30,8 @@ from ..notes import Note, Stage
 from ..options import CompileOptions
 from ..names import buffer_stem
 from ..scop import Scop
+from ..thread_space import (AXES, THREAD_IDS, cyclic_condition, linear_thread_group_text,
+                            linear_thread_id_text, thread_axes, thread_bounds, thread_zero)
 from .registers import RegisterPlan
 from .scratchpad import (Box, DataSpace, Partition, bounding_box, copy_in_hull, data_spaces,
                          partition, reuse)
@@ -717,7 +719,7 @@ def chunk_split(block: tuple[int, int, int], extents: tuple[int, ...], width: in
     threads = math.prod(block)
     rc = extents[-1] // width
     if len(extents) < 2:
-        return ChunkSplit(threads, _linear_tid(block, threads), None)
+        return ChunkSplit(threads, linear_thread_id_text(block, threads), None)
     rows = math.prod(extents[:-1])
 
     def rounds(r: int) -> int:
@@ -727,26 +729,11 @@ def chunk_split(block: tuple[int, int, int], extents: tuple[int, ...], width: in
     g = GROUP_LANES
     if g < block[0] and block[0] % g == 0 and 3 * rounds(g) <= 2 * rounds(best):
         name = f"{kir.COPY_GROUP}{g}"
-        return ChunkSplit(g, _linear_tid(block, g), name, ((name, threads // g),))
+        return ChunkSplit(g, linear_thread_id_text(block, g), name, ((name, threads // g),))
     if best == threads:
-        return ChunkSplit(best, _linear_tid(block, best), None)
-    high, stride = [], 1
-    for a, b in zip("xyz", block):
-        if b > 1 and stride >= best:
-            high.append(f"{stride // best} * {kir.THREAD_IDS[a]}")
-        stride *= b
-    return ChunkSplit(best, _linear_tid(block, best), " + ".join(high) or "0")
-
-
-def _linear_tid(block: tuple[int, int, int], r: int) -> str:
-    """isl text congruent to the linear thread id modulo ``r`` (terms whose stride is a
-    multiple of ``r`` left out)."""
-    terms, stride = [], 1
-    for a, b in zip("xyz", block):
-        if b > 1 and stride % r:
-            terms.append(f"{stride} * {kir.THREAD_IDS[a]}")
-        stride *= b
-    return " + ".join(terms) or "0"
+        return ChunkSplit(best, linear_thread_id_text(block, best), None)
+    return ChunkSplit(best, linear_thread_id_text(block, best),
+                      linear_thread_group_text(block, best))
 
 
 def copy_split_params(buffers: list[BufferPlan], blocks: list[tuple[int, int, int]]
@@ -773,26 +760,23 @@ def _thread_filter(stmt: str, np_: int, na: int, block: tuple[int, int, int],
     condition couples one dim with the thread ids only (isl's AST generation stays
     cheap)."""
     conds = []
-    axes = kir.thread_axes(block)
+    axes = thread_axes(block)
     dims = [f"a{i}" for i in range(na)]
     if split is not None:
-        conds.append(f"({dims[-1]} - ({split.lane})) mod {split.r} = 0")
+        conds.append(cyclic_condition(dims[-1], f"({split.lane})", split.r))
         if split.group is not None:
-            conds.append(f"({dims[-2]} - ({split.group})) mod {math.prod(block) // split.r} = 0")
+            conds.append(cyclic_condition(dims[-2], f"({split.group})",
+                                          math.prod(block) // split.r))
         conds += [f"0 <= {v} < {n}" for v, n in split.params]
     elif na == 1 and len(axes) > 1:           # a 1-d buffer: use all threads of the block
-        stride = 1
-        parts = []
-        for a in axes:
-            parts.append(f"{stride} * {kir.THREAD_IDS[a]}")
-            stride *= block["xyz".index(a)]
-        conds.append(f"({dims[0]} - ({' + '.join(parts)})) mod {stride} = 0")
+        conds.append(cyclic_condition(dims[0], f"({linear_thread_id_text(block)})",
+                                      math.prod(block)))
     else:
         for a, d in zip(axes, reversed(dims)):
-            conds.append(f"({d} - {kir.THREAD_IDS[a]}) mod {block['xyz'.index(a)]} = 0")
+            conds.append(cyclic_condition(d, THREAD_IDS[a], block[AXES.index(a)]))
         for a in axes[len(dims):]:
-            conds.append(f"{kir.THREAD_IDS[a]} = 0")
-    conds += kir.thread_bounds(block, axes)
+            conds.append(thread_zero(a))
+    conds += thread_bounds(block, axes)
     p = ", ".join([f"p{i}" for i in range(np_)] + dims)
     return f"{{ {stmt}[{p}] : {' and '.join(conds)} }}"
 
@@ -823,7 +807,7 @@ def _scan_offsets(na: int, block: tuple[int, int, int], split: ChunkSplit | None
     dimension (issue 22: the copy statements' AST build 21 % faster without them,
     docs/evidence.md)."""
     dims = [f"(a{i})" for i in range(na)]
-    axes = kir.thread_axes(block)
+    axes = thread_axes(block)
     if split is not None:
         out = list(dims)
         out.insert(na - 1, f"(floor(a{na - 1} / {split.r}))")

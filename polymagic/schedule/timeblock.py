@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import islpy as isl
 
-from .. import kir
-from ..isl_util import OperationBudget, has_parallelism, leading_coincident, param_id
+from ..isl_util import OperationBudget, has_parallelism, leading_coincident
+from ..thread_space import bounds_set, cyclic_filter, thread_id_on, thread_zero
 from .isl_config import MAX_OPERATIONS, configure
 
 
@@ -34,14 +34,13 @@ def thread_map(node: isl.ScheduleNode, threads: int, sync, bounds: isl.Set
     if t == isl.schedule_node_type.band and leading_coincident(node) > 0:
         dom = node.get_domain()
         upa = node.band_get_partial_schedule().get_at(0)
-        tx = isl.UnionPwAff.param_on_domain_id(dom, param_id(kir.THREAD_IDS["x"]))
-        filt = upa.sub(tx).mod_val(isl.Val(threads)).zero_union_set().intersect(dom)
+        filt = cyclic_filter(upa, thread_id_on(dom, "x"), threads).intersect(dom)
         node = node.insert_filter(filt.intersect_params(bounds))
         node = sync(node)
     elif t == isl.schedule_node_type.leaf or (
             t == isl.schedule_node_type.band and not has_parallelism(node)):
         dom = node.get_domain()
-        first = isl.Set(f"[{kir.THREAD_IDS['x']}] -> {{ : {kir.THREAD_IDS['x']} = 0 }}")
+        first = bounds_set([thread_zero("x")])
         node = node.insert_filter(dom.intersect_params(first.align_params(
             dom.get_space().params())).intersect_params(bounds))
         node = sync(node)
