@@ -34,6 +34,7 @@ from ..memory.localcode import LocalBuffer
 from ..memory.plan import (CopyNamer, KernelMemory, atomic, drop_register_buffers,
                            graft_copies, is_decision_about, keep_private_in_registers,
                            memory_note, plan_kernel_memory)
+from ..memory.registers import plan_kernel_registers
 from ..notes import Note
 from ..options import CompileOptions, per_thread_tile
 from ..schedule import ScheduleResult
@@ -287,24 +288,19 @@ class SingleMapper(TimeKernels):
         if reuse is not None:
             plan.memory = reuse
         elif self.options.shared != "none" and not rectangular:
-            plan.memory = KernelMemory(decisions=[memory_note(
+            plan.memory = KernelMemory(decisions=(memory_note(
                 name[3:], None, "no buffers: the tiles are skewed (band or host loops are not "
-                "plain loop iterators); buffers over skewed tiles are not planned yet")])
+                "plain loop iterators); buffers over skewed tiles are not planned yet"),))
         elif self.options.shared != "none":
             plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, name[3:],
                                              host_prefix, m)
         plan.grid_fill = self.band_fill
         if self.band_fill is not None and reuse is None:
-            if plan.memory is None:
-                plan.memory = KernelMemory()
-            plan.memory.decisions = plan.memory.decisions + [Note(
-                "mapping", self.band_fill.text(), kernel=name[3:])]
+            plan.memory = (plan.memory or KernelMemory()).noted(Note(
+                "mapping", self.band_fill.text(), kernel=name[3:]))
         if self.options.registers and m and reuse is None:
-            from ..memory.registers import plan_registers
             mapped = full.drop_dims(isl.dim_type.set, m, n - m) if n > m else full
             point = host_prefix.flat_range_product(isl.UnionMap.from_multi_union_pw_aff(mapped))
-            if plan.memory is None:
-                plan.memory = KernelMemory()
             here = set(plan.statements)
             private = frozenset(t for t in self.private if all(
                 s.name in here for s in self.scop.statements
@@ -313,28 +309,26 @@ class SingleMapper(TimeKernels):
                 # every partition buffered, a private scalar's too (seed 000 §3.1.4: a
                 # block-local buffer never loaded nor stored), unless its buffer was
                 # dropped for size: then it stays a private register, never in memory
-                buffered = {b.array for b in plan.memory.buffers}
+                buffered = {b.array for b in (plan.memory.buffers if plan.memory else ())}
                 private = frozenset(t for t in private if t not in buffered)
-            regs, lines = plan_registers(self.scop, domain, point, name[3:],
-                                         [mm.loop for mm in members],
-                                         [member_text(full, i) for i in range(m, n)],
-                                         n_host=node.get_schedule_depth(), private=private)
-            for r in regs:
-                r.line += len(plan.memory.decisions)
-            plan.memory.registers, plan.memory.decisions = regs, plan.memory.decisions + lines
-            drop_register_buffers(plan.memory, name[3:], self.options,
-                                  math.prod(-(-mm.tile // mm.threads) for mm in members))
-            keep_private_in_registers(plan.memory, name[3:], private)
+            regs, lines = plan_kernel_registers(self.scop, domain, point, name[3:],
+                                                [mm.loop for mm in members],
+                                                [member_text(full, i) for i in range(m, n)],
+                                                n_host=node.get_schedule_depth(),
+                                                private=private)
+            mem = replace(plan.memory or KernelMemory(), registers=regs).noted(*lines)
+            mem, _ = drop_register_buffers(mem, name[3:], self.options,
+                                           math.prod(-(-mm.tile // mm.threads) for mm in members))
+            plan.memory = keep_private_in_registers(mem, name[3:], private)
         if m:
             # before the check below: a buffer replaced by __constant__ memory stages nothing
             self.constant_arrays(plan, domain, host_prefix, full, n, m,
                                  node.get_schedule_depth())
         jams = self.per_thread is not None and rectangular      # see jam_point_band below
         if s and not jams and not (plan.memory and plan.memory.buffers):
-            memory = plan.memory or KernelMemory()
             subbed = ", ".join(member_text(full, j) for j in range(m, m + s))
-            memory.decisions = memory.decisions + [Note(
-                "mapping", f"{subbed} not sub-tiled: no buffer to stage", kernel=name[3:])]
+            memory = (plan.memory or KernelMemory()).noted(Note(
+                "mapping", f"{subbed} not sub-tiled: no buffer to stage", kernel=name[3:]))
             return self._parallel_kernel(original, memory)
         if self.per_thread is not None:
             plan.per_thread = tuple(-(-mm.tile // mm.threads) for mm in members)
@@ -377,16 +371,15 @@ class SingleMapper(TimeKernels):
         chosen, lines = self.constants.consider(plan.name[3:], domain, point, n_host)
         if not lines and not chosen:
             return
-        if plan.memory is None:
-            plan.memory = KernelMemory()
-        mem = plan.memory
+        mem = plan.memory or KernelMemory()
         dropped = {b.array for b in mem.buffers if b.array in chosen}
-        mem.buffers = [b for b in mem.buffers if b.array not in chosen]
-        mem.decisions = [replace(d, stage="constant", kind="decision",
-                                 text="not buffered (read from __constant__ memory)")
-                         if is_decision_about(d, plan.name[3:], dropped) and
-                         d.stage != "registers" else d
-                         for d in mem.decisions] + lines
+        plan.memory = replace(
+            mem, buffers=tuple(b for b in mem.buffers if b.array not in chosen),
+            decisions=tuple(replace(d, stage="constant", kind="decision",
+                                    text="not buffered (read from __constant__ memory)")
+                            if is_decision_about(d, plan.name[3:], dropped) and
+                            d.stage != "registers" else d
+                            for d in mem.decisions) + tuple(lines))
 
     def sub_tile_sizes(self, m: int, s: int) -> tuple[int, ...]:
         """Sizes of the sequential (sub-tile) members: from --tile after the first m."""

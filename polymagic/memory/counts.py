@@ -115,10 +115,11 @@ def predict_counts(scop: Scop, mapping: MappedKernels, sizes: Mapping[str, int],
         kc.loads, kc.stores = kc.copy_loads, kc.copy_stores
         # seed 004 §4.2: an array kept in a register across all the sequential loops is
         # loaded once per thread point and stored once (memory.registers)
-        once = {d.array for d in program.kernels[kname].registers if d.once_per_point} \
-            if program is not None and kname in program.kernels else set()
+        decls = program.kernels[kname].registers \
+            if program is not None and kname in program.kernels else []
+        once = {d.array for d in decls if d.once_per_point}
         regs = {r.array: r for r in (plan.memory.registers if plan.memory else [])
-                if (r.once_per_point or r.array in once) and r.points is not None}
+                if r.array in once and r.points is not None}
         for r in regs.values():
             n_points = count_points(r.points, sizes)
             kc.loads += n_points
@@ -126,8 +127,9 @@ def predict_counts(scop: Scop, mapping: MappedKernels, sizes: Mapping[str, int],
                    for a in scop.statement(st).accesses):
                 kc.stores += n_points
         # a private local scalar promoted to registers never touches memory
+        made = {d.array for d in decls if d.array}
         private = {r.array for r in (plan.memory.registers if plan.memory else [])
-                   if r.private and r.registers}
+                   if r.private and r.array in made}
         trees = {r.stmt: r for r in mapping.reductions.values()}
         refs = refs | _shared_partner_reads(scop, trees)
         for sname in plan.statements:
