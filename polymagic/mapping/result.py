@@ -37,7 +37,7 @@ def kernel_mark(node: isl.ScheduleNode) -> str | None:
     return None
 
 
-@dataclass
+@dataclass(frozen=True)
 class MappedMember:
     """One band member mapped to a block and thread axis."""
     axis: str                 # 'x', 'y' or 'z'
@@ -94,7 +94,7 @@ class KernelPlan:
         return (b.get("x", 1), b.get("y", 1), b.get("z", 1))
 
 
-@dataclass
+@dataclass(frozen=True)
 class TreeReduction:
     """A reduction loop mapped to ``threadIdx.x`` (seed 003 §5.3 reduction loops on
     threads).  Statement ``stmt``'s instances accumulate into the per-thread register

@@ -12,6 +12,7 @@ tree reductions on ``threadIdx.x``, seed 003 §5.3).  Shared buffers, registers 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import islpy as isl
 
@@ -428,7 +429,7 @@ class SuperMapper(SuperLocalisation):
         uniform across the block.  Several statements (a fused group) accumulate in one
         pass, and the first one's ``pm_rfin`` reduces all their registers."""
         for s in g.statements:
-            self.reductions[s].block = self.block
+            self.reductions[s] = replace(self.reductions[s], block=self.block)
         orig = []
         nests = self.plan.nests
         width = max(2 * len(nests[s].loops) + 1 for s in g.statements)
