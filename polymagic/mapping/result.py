@@ -48,12 +48,13 @@ class MappedMember:
     tile_max: isl.PwAff
 
 
-@dataclass
+@dataclass(frozen=True)
 class KernelPlan:
     """One kernel of the mapping: its mapped band members (blocks and threads), its
     sequential loops, statements, memory plan (seed 000 §3 buffers, seed 004 §4.2
-    registers) and seed 001 localisation.  Built up by the mappers while they walk
-    the tree; read-only afterwards."""
+    registers) and seed 001 localisation.  The mappers build it up with
+    :func:`dataclasses.replace` while they walk the tree; what the lowering decides
+    comes back in its own result (:class:`polymagic.lower.LowerResult`)."""
     name: str
     members: list[MappedMember]          # outermost first; empty for one-thread kernels
     sequential: list[str] = field(default_factory=list)   # unmapped band members

@@ -345,12 +345,13 @@ class SuperMapper(SuperLocalisation):
         mem, self.memory = self.memory.result(), None
         kp = KernelPlan(name, members, [], list(k.statements), memory=mem,
                         threads=blk, text=self.summary(k, tiles, blk),
-                        member_points=False, local=self.end_local(k, name[3:]))
-        kp.specialised, self.specialised = self.specialised, {}
+                        member_points=False, local=self.end_local(k, name[3:]),
+                        specialised=self.specialised)
+        self.specialised = {}
         if per_thread_tile(self.options.tile_levels, self.options.block) is not None:
-            kp.per_thread = self.points_per_thread(k, tiles, blk)
-            kp.text += "; per thread: " + " x ".join(map(str, kp.per_thread)) + \
-                " point(s) strided by the block size"
+            per = self.points_per_thread(k, tiles, blk)
+            kp = replace(kp, per_thread=per, text=kp.text + "; per thread: " + " x ".join(
+                map(str, per)) + " point(s) strided by the block size")
         self.plans[name] = kp
         return node.insert_mark(isl.Id(name))
 
