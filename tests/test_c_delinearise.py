@@ -84,10 +84,13 @@ def _plan(compiled) -> list:
     out = []
     for k in compiled.mapping.plans.values():
         m = k.memory
+        # the registers the lowering made of each plan (the kernel's declarations)
+        made = compiled.program.kernels[k.name[3:]].registers
         out.append((k.name, [(x.axis, x.threads) for x in k.members], k.per_thread,
                     list(k.sub_tiles),
                     [(b.name, b.array, b.extents, b.level, b.vector) for b in m.buffers],
-                    [(r.array, list(r.statements), list(r.registers)) for r in m.registers]))
+                    [(r.array, list(r.statements), [d.name for d in made if d.array == r.array])
+                     for r in m.registers]))
     return out
 
 

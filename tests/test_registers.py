@@ -62,7 +62,7 @@ def test_gemm_accumulator_is_planned_into_a_register():
     c, _ = _compile("gemm", shared="none")
     (plan,) = _plan(c).values()
     (reg,) = plan.memory.registers
-    assert reg.array == "C" and reg.statements == ["S0"]
+    assert reg.array == "C" and reg.statements == ("S0",)
     assert "thread loops i, j" in reg.reason and "reused across k" in reg.reason
     lines = [d for d in c.note_lines if d.startswith("kernel0: ")]
     assert "kernel0: C: register pm_r0_C per thread (subscripts vary only with the thread " \

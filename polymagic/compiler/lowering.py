@@ -30,7 +30,7 @@ import islpy as isl
 from .. import kir
 from ..errors import CompileError, PolymagicError
 from ..isl_util import OperationBudget, budget_spent
-from ..lower import LowerOptions, lower
+from ..lower import LowerOptions, LowerResult, lower
 from ..mapping import MappingResult, map_schedule
 from ..tiles.search import search_schedule
 from ..notes import Note, Stage
@@ -53,8 +53,9 @@ class Lowered:
     program: kir.Program
     #: one line: host loops, kernels, launch sites, each kernel's mapping and block
     summary: str
-    #: the tile search's, the schedule's, the memory plan's and localisation's notes,
-    #: then the fallbacks taken
+    #: the tile search's, the schedule's, the memory plan's (each register plan's line
+    #: the lowering's decision about it) and localisation's notes, then the fallbacks
+    #: taken
     notes: tuple[Note, ...]
     #: the mapping the program was lowered from (the last rung's)
     mapping: MappingResult
@@ -68,13 +69,14 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: CompileOptions) ->
     options, chosen_tile, search_notes = search_tiles(scop, sched, options)
     mapping = map_schedule(scop, sched, options)
     try:
-        program, mapping, fallback = lower_mapping(scop, sched, options, mapping)
+        low, mapping, fallback = lower_mapping(scop, sched, options, mapping)
     except (PolymagicError, isl.Error) as e:
         if not mapping.local_copies:
             raise
-        options, program, mapping, fallback = lower_unlocalised(scop, sched, options, e)
-    notes = search_notes + _stage_notes(sched, mapping, options) + fallback
-    return Lowered(program, _summary(program, mapping), tuple(notes), mapping, chosen_tile)
+        options, low, mapping, fallback = lower_unlocalised(scop, sched, options, e)
+    notes = search_notes + _stage_notes(sched, mapping, options, low) + fallback
+    return Lowered(low.program, _summary(low.program, mapping), tuple(notes), mapping,
+                   chosen_tile)
 
 
 def search_tiles(scop: Scop, sched: ScheduleResult, options: CompileOptions
@@ -94,16 +96,16 @@ def search_tiles(scop: Scop, sched: ScheduleResult, options: CompileOptions
 
 
 def lower_mapping(scop: Scop, sched: ScheduleResult, options: CompileOptions,
-                  mapping: MappingResult) -> tuple[kir.Program, MappingResult, list[Note]]:
+                  mapping: MappingResult) -> tuple[LowerResult, MappingResult, list[Note]]:
     """Rungs 3-5: lower ``mapping`` under the budget its kind needs; returns the
-    program, the mapping it came from (another one after a fallback) and the
+    lowering (:class:`LowerResult`), the mapping it came from (another one after a fallback) and the
     fallbacks' notes."""
     if _auto_localised(options, mapping):
         budget = options.auto_localised_operations
-        program = _lower_within(scop, mapping, options, budget)
-        if program is None:          # lower_unlocalised's rung: the same without the moves
+        low = _lower_within(scop, mapping, options, budget)
+        if low is None:          # lower_unlocalised's rung: the same without the moves
             raise CompileError(f"more than {budget} isl operations, or an isl failure")
-        return program, mapping, []
+        return low, mapping, []
     if options.shared != "none" and mapping.copies:
         return lower_dropping_buffers(scop, sched, options, mapping)
     if options.time_tiling:
@@ -118,7 +120,8 @@ def _auto_localised(options: CompileOptions, mapping: MappingResult) -> bool:
         options.localise_auto and options.time_block is None and not options.time_tiling
 
 
-def lower_within_limit(scop: Scop, mapping: MappingResult, options: CompileOptions) -> kir.Program:
+def lower_within_limit(scop: Scop, mapping: MappingResult, options: CompileOptions
+                       ) -> LowerResult:
     """Rung 3: :func:`polymagic.lower.lower` within :data:`LOWER_LIMIT_OPERATIONS` isl
     operations: a user error naming the cause past it instead of a hang (fuzz finding
     31: tiles 33x34 over 3x32 threads on a three-nest time loop ran isl's AST
@@ -139,13 +142,13 @@ def lower_within_limit(scop: Scop, mapping: MappingResult, options: CompileOptio
 
 def lower_dropping_buffers(scop: Scop, sched: ScheduleResult, options: CompileOptions,
                            mapping: MappingResult
-                           ) -> tuple[kir.Program, MappingResult, list[Note]]:
+                           ) -> tuple[LowerResult, MappingResult, list[Note]]:
     """Rung 4: a mapping with shared-memory copies within :data:`LOWER_OPERATIONS`;
     past it (or on any isl failure) the mapping again without buffers, lowered by
     :func:`lower_within_limit`."""
-    program = _lower_within(scop, mapping, options, LOWER_OPERATIONS)
-    if program is not None:
-        return program, mapping, []
+    low = _lower_within(scop, mapping, options, LOWER_OPERATIONS)
+    if low is not None:
+        return low, mapping, []
     mapping = map_schedule(scop, sched, options.with_(shared="none"))
     return lower_within_limit(scop, mapping, options), mapping, [_fallback(
         f"shared-memory buffers dropped: generating their copy code took more than "
@@ -153,7 +156,7 @@ def lower_dropping_buffers(scop: Scop, sched: ScheduleResult, options: CompileOp
 
 
 def lower_time_tiles(scop: Scop, sched: ScheduleResult, options: CompileOptions,
-                     mapping: MappingResult) -> tuple[kir.Program, MappingResult, list[Note]]:
+                     mapping: MappingResult) -> tuple[LowerResult, MappingResult, list[Note]]:
     """Rung 5: skewed time tiles within :attr:`CompileOptions.time_tiling_operations`.  The
     tiles themselves stay well inside it (each launch's affine set: jacobi-2d 4,32,32
     in 0.7 s); the moves of localised 2-d tiles can take minutes, so asked for
@@ -164,17 +167,17 @@ def lower_time_tiles(scop: Scop, sched: ScheduleResult, options: CompileOptions,
     limit = options.time_tiling_operations
     budget = limit * (LOCALISED_TILES_FACTOR if options.localise and mapping.local_copies
                       else 1)
-    program = _lower_within(scop, mapping, options, budget)
+    low = _lower_within(scop, mapping, options, budget)
     fallback: list[Note] = []
-    if program is None and mapping.local_copies:
+    if low is None and mapping.local_copies:
         fallback = [_fallback(f"time tiling: the tiles' data not localised: generating the "
                               f"code of their moves took more than {budget} isl operations")]
         mapping = map_schedule(scop, sched, options.with_(shared="none"))
-        program = _lower_within(scop, mapping, options, limit)
-    if program is None:
+        low = _lower_within(scop, mapping, options, limit)
+    if low is None:
         raise TimeTilesOverBudget(f"generating the code of the skewed tiles took more than "
                                   f"{limit} isl operations") from None
-    return program, mapping, fallback
+    return low, mapping, fallback
 
 
 class TimeTilesOverBudget(CompileError):
@@ -183,7 +186,7 @@ class TimeTilesOverBudget(CompileError):
 
 
 def lower_unlocalised(scop: Scop, sched: ScheduleResult, options: CompileOptions, error: Exception
-                      ) -> tuple[CompileOptions, kir.Program, MappingResult, list[Note]]:
+                      ) -> tuple[CompileOptions, LowerResult, MappingResult, list[Note]]:
     """Rung 6: seed 001 moves that isl could not print (a superposition kernel's, or
     the single mapping's with a window of 2 over a box placement: fuzz finding 37):
     the same kernels without localisation (never a crash, never wrong code).  Returns
@@ -193,8 +196,8 @@ def lower_unlocalised(scop: Scop, sched: ScheduleResult, options: CompileOptions
     options = options.with_(localise=None, localise_auto=False,
                             time_block=(block[0], False) if block else None)
     mapping = map_schedule(scop, sched, options)
-    program, mapping, fallback = lower_mapping(scop, sched, options, mapping)
-    return options, program, mapping, [_fallback(
+    low, mapping, fallback = lower_mapping(scop, sched, options, mapping)
+    return options, low, mapping, [_fallback(
         f"localisation dropped: generating the code of its moves failed ({why})")] + fallback
 
 
@@ -210,8 +213,8 @@ def lower_options(options: CompileOptions) -> LowerOptions:
 
 
 def _lower_within(scop: Scop, mapping: MappingResult, options: CompileOptions, budget: int
-                  ) -> kir.Program | None:
-    """The program of ``mapping`` within ``budget`` isl operations; None when isl
+                  ) -> LowerResult | None:
+    """The lowering of ``mapping`` within ``budget`` isl operations; None when isl
     fails (past the budget or otherwise)."""
     try:
         with OperationBudget(scop.context.get_ctx(), budget):
@@ -229,12 +232,14 @@ def _summary(program: kir.Program, mapping: MappingResult) -> str:
             f"site(s): {blocks}")
 
 
-def _stage_notes(sched: ScheduleResult, mapping: MappingResult, options: CompileOptions
-                 ) -> list[Note]:
-    """The schedule's notes, the memory plans' and localisation's decisions, and a
-    note when ``--localise`` named a loop no kernel runs inside its threads."""
+def _stage_notes(sched: ScheduleResult, mapping: MappingResult, options: CompileOptions,
+                 low: LowerResult) -> list[Note]:
+    """The schedule's notes, the memory plans' decisions (with what the lowering made
+    of each register plan), localisation's, and a note when ``--localise`` named a
+    loop no kernel runs inside its threads."""
     notes = list(sched.notes)
-    notes += [d for plan in mapping.plans.values() if plan.memory for d in plan.memory.decisions]
+    notes += [d for plan in mapping.plans.values() if plan.memory
+              for d in low.decisions(plan.memory)]
     notes += [d for plan in mapping.plans.values() if plan.local for d in plan.local.decisions]
     if options.localise is not None and not any(p.local for p in mapping.plans.values()):
         notes.append(Note(Stage.LOWERING, f"--localise {options.localise[0]}: no kernel runs a "

@@ -12,6 +12,6 @@ Modules: :mod:`.lowerer` (the entry point :func:`lower` and the AST walk),
 :mod:`.subscripts` (isl-printed subscripts), :mod:`.per_kernel` (the host and
 kernel trees of per-kernel code generation).
 """
-from .lowerer import LowerOptions, lower
+from .lowerer import LowerOptions, LowerResult, lower
 
-__all__ = ["LowerOptions", "lower"]
+__all__ = ["LowerOptions", "LowerResult", "lower"]

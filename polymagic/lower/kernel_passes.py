@@ -11,18 +11,20 @@ from .. import kir
 from ..expr import Access, Int, Var
 from ..expr import walk as walk_expr
 from ..mapping import KernelPlan
-from ..memory.registers import RegisterPlan, decision_line, promote_registers
-from ..names import strip_generated
+from ..memory.registers import RegisterOutcome, RegisterPlan, promote_registers
 
 
 def promote_plan_registers(plan: KernelPlan, body: list[kir.Stmt], buffers: list
-                           ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl]]:
+                           ) -> tuple[list[kir.Stmt], list[kir.RegisterDecl],
+                                      dict[str, RegisterOutcome]]:
     """Seed 004 §4.2: the planned arrays (or their shared buffers) kept in
-    per-thread registers across the sequential loops; the plan's decision lines
-    say what was done.  ``buffers``: the shared buffers the kernel uses."""
+    per-thread registers across the sequential loops; returns the body, the
+    registers and what became of each planned array (its plan's decision line,
+    :func:`.memory.registers.decision_line`).  ``buffers``: the shared buffers the
+    kernel uses."""
     mem = plan.memory
     if mem is None or not mem.registers:
-        return body, []
+        return body, [], {}
     accessed = accessed_arrays(body)
     targets: dict[str, str] = {}
     owner: dict[str, RegisterPlan] = {}
@@ -36,19 +38,14 @@ def promote_plan_registers(plan: KernelPlan, body: list[kir.Stmt], buffers: list
     private = frozenset(n for n in targets if owner[n].private)
     body, decls, result = promote_registers(body, targets, members, private,
                                             pieces=plan.full_tiles)
-    kname = strip_generated(plan.name)
-    for n, (made, skipped, once) in result.items():
-        owner[n].registers += made
-        owner[n].skipped += skipped
+    made = {r.array: RegisterOutcome() for r in mem.registers}
+    for n, (regs, skipped, once) in result.items():
+        made[owner[n].array] += RegisterOutcome(tuple(regs), tuple(skipped))
         if n == owner[n].array:
-            owner[n].once_per_point = once
             for d in decls:
                 if d.name.endswith("_" + n) and d.name.startswith("pm_r"):
                     d.array, d.once_per_point = n, once
-    for r in mem.registers:
-        if 0 <= r.line < len(mem.decisions):
-            mem.decisions[r.line] = decision_line(kname, r)
-    return body, decls
+    return body, decls, made
 
 
 #: Most iterations of an inner loop with constant bounds that get ``#pragma unroll``.

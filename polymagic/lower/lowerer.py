@@ -10,6 +10,7 @@ are promoted to registers (seed 004 §4.2).
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import islpy as isl
@@ -22,8 +23,10 @@ from ..expr import walk as walk_expr
 from ..isl_util import ast_build, ast_expr_to_expr, pw_aff_to_expr, val_to_int
 from ..mapping import HOST_PARAM, MARK_PREFIX, KernelPlan, MappingResult
 from ..memory.plan import SCAN_MARK, BufferPlan, chunk_guards, copy_split_params, scan_renames
-from ..memory.registers import eliminate_redundant_loads
+from ..memory.plan import KernelMemory
+from ..memory.registers import RegisterOutcome, decision_line, eliminate_redundant_loads
 from ..names import strip_generated
+from ..notes import Note
 from ..scop import Scop
 from ..thread_space import generic_id_context, thread_bounds_in
 from .kernel_passes import (accessed_arrays, copy_split_values, mark_unroll, plan_summary,
@@ -49,6 +52,20 @@ class LowerOptions:
     #: print subscripts with their domains (the slow path :func:`.subscripts.drop_domain`
     #: skips; the same text, which tests check)
     exact_subscripts: bool = False
+
+
+@dataclass(frozen=True)
+class LowerResult:
+    """The lowering's result: the program, and what the lowering decided of the
+    mapping's plans: for each register plan's own line (:attr:`RegisterPlan.note`
+    of :mod:`polymagic.memory.registers`), the line saying what was made of it."""
+    program: kir.Program
+    register_decisions: Mapping[Note, Note]
+
+    def decisions(self, mem: KernelMemory) -> tuple[Note, ...]:
+        """A kernel's memory decisions as the report shows them: each register plan's
+        line stands for the lowering's decision about it."""
+        return tuple(self.register_decisions.get(d, d) for d in mem.decisions)
 
 
 class _Lowerer:
@@ -81,6 +98,9 @@ class _Lowerer:
         self.memos: dict[int, tuple[isl.AstBuild, dict[str, Expr]]] = {}
         # the chunk guards of the 16-byte copy statements by statement name
         self.chunk_sets: dict[str, tuple[isl.Map, list[isl.Map]]] = {}
+        # per kernel mark, what the register promotion made of each planned array
+        # (summed over the kernels made for the mark: isl may generate it twice)
+        self.promoted: dict[str, dict[str, RegisterOutcome]] = {}
 
     def block(self, node: isl.AstNode, in_kernel: bool) -> list[kir.Stmt]:
         t = node.get_type()
@@ -459,8 +479,9 @@ class _Lowerer:
             self.host_vars = outer
 
     def make_kernel(self, name: str, plan: KernelPlan, body: list[kir.Stmt]) -> kir.Launch:
-        body, registers = promote_plan_registers(plan, body,
-                                                 list(self.used_buffers.values()))
+        body, registers, made = promote_plan_registers(plan, body,
+                                                       list(self.used_buffers.values()))
+        self.note_promoted(name, made)
         nthreads = plan.block[0] * plan.block[1] * plan.block[2]
         accessed = accessed_arrays(body)
         for red in {r.stmt: r for r in self.mapping.reductions.values()
@@ -514,6 +535,25 @@ class _Lowerer:
                                          dynamic_shared=dynamic)
         return kir.Launch(kname, tuple(grid))
 
+    def note_promoted(self, name: str, made: dict[str, RegisterOutcome]) -> None:
+        """Add what one kernel of mark ``name`` made of its register plans."""
+        if not made:
+            return
+        done = self.promoted.setdefault(name, {})
+        for array, outcome in made.items():
+            done[array] = done.get(array, RegisterOutcome()) + outcome
+
+    def register_decisions(self) -> dict[Note, Note]:
+        """Each register plan's line -> the decision line of what was made of it, for
+        the kernels made (:func:`.memory.registers.decision_line`)."""
+        out: dict[Note, Note] = {}
+        for name, done in self.promoted.items():
+            mem = self.mapping.plans[name].memory
+            for r in (mem.registers if mem else ()):
+                out[r.note] = decision_line(strip_generated(name), r, done[r.array])
+        return out
+
+
 def _conjuncts(e: Expr) -> list[Expr]:
     if isinstance(e, Binary) and e.op == "&&":
         return _conjuncts(e.a) + _conjuncts(e.b)
@@ -555,7 +595,7 @@ def _upper_bound(cond: isl.AstExpr, var: str) -> Expr:
 
 
 def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOptions()
-          ) -> kir.Program:
+          ) -> LowerResult:
     """Generate isl's AST for the mapped schedule and lower it to the Kernel IR: from
     the whole tree at once, or kernel by kernel (:mod:`.per_kernel`) when the plans
     ask for it (time tiles' launch sets), ``settings.per_kernel`` does, or the host
@@ -584,10 +624,11 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
     arrays = {n: kir.ArrayDecl(n, a.ctype, a.shape, kind=a.kind) for n, a in scop.arrays.items()
               if a.kind != "temp" or n in used}
     scalars = {p.name: p.ctype for p in scop.scalar_params}
-    return kir.Program(scop.name, arrays, scop.size_params, scalars, host, low.kernels,
-                       constants=dict(mapping.constants),
-                       specialised={k: v for p in mapping.plans.values()
-                                    for k, v in getattr(p, "specialised", {}).items()})
+    program = kir.Program(scop.name, arrays, scop.size_params, scalars, host, low.kernels,
+                          constants=dict(mapping.constants),
+                          specialised={k: v for p in mapping.plans.values()
+                                       for k, v in getattr(p, "specialised", {}).items()})
+    return LowerResult(program, low.register_decisions())
 
 
 

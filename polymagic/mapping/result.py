@@ -38,7 +38,7 @@ def kernel_mark(node: isl.ScheduleNode) -> str | None:
     return None
 
 
-@dataclass
+@dataclass(frozen=True)
 class MappedMember:
     """One band member mapped to a block and thread axis."""
     axis: str                 # 'x', 'y' or 'z'
@@ -49,12 +49,13 @@ class MappedMember:
     tile_max: isl.PwAff
 
 
-@dataclass
+@dataclass(frozen=True)
 class KernelPlan:
     """One kernel of the mapping: its mapped band members (blocks and threads), its
     sequential loops, statements, memory plan (seed 000 §3 buffers, seed 004 §4.2
-    registers) and seed 001 localisation.  Built up by the mappers while they walk
-    the tree; read-only afterwards."""
+    registers) and seed 001 localisation.  The mappers build it up with
+    :func:`dataclasses.replace` while they walk the tree; what the lowering decides
+    comes back in its own result (:class:`polymagic.lower.LowerResult`)."""
     name: str
     members: list[MappedMember]          # outermost first; empty for one-thread kernels
     sequential: list[str] = field(default_factory=list)   # unmapped band members
@@ -95,7 +96,7 @@ class KernelPlan:
         return (b.get("x", 1), b.get("y", 1), b.get("z", 1))
 
 
-@dataclass
+@dataclass(frozen=True)
 class TreeReduction:
     """A reduction loop mapped to ``threadIdx.x`` (seed 003 §5.3 reduction loops on
     threads).  Statement ``stmt``'s instances accumulate into the per-thread register

@@ -33,6 +33,7 @@ from ..memory.localcode import LocalBuffer
 from ..memory.plan import (CopyNamer, KernelMemory, atomic, drop_register_buffers,
                            graft_copies, is_decision_about, keep_private_in_registers,
                            memory_note, plan_kernel_memory)
+from ..memory.registers import plan_kernel_registers
 from ..names import strip_generated
 from ..notes import Note, Stage
 from ..options import CompileOptions, per_thread_tile
@@ -112,32 +113,34 @@ class SingleMapper(TimeKernels):
         if node.get_type() == isl.schedule_node_type.band:
             mupa = node.band_get_partial_schedule()
             seq = [member_text(mupa, i) for i in range(node.band_n_member())]
-        self.plans[name] = KernelPlan(name, [], seq, statement_names(node))
-        node = self.localise(node, self.plans[name], loop_names(node))
+        node, self.plans[name] = self.localise(node, KernelPlan(name, [], seq,
+                                                                statement_names(node)),
+                                               loop_names(node))
         return node.insert_mark(isl.Id(name))
 
     def localise(self, node: isl.ScheduleNode, plan: KernelPlan,
-                 loops: list[str] | None = None) -> isl.ScheduleNode:
+                 loops: list[str] | None = None) -> tuple[isl.ScheduleNode, KernelPlan]:
         """``--localise LOOP[:w]`` (seed 001): keep what a sequential loop of this
         kernel reuses in L (see :mod:`.memory.localcode`); without it, the one of
         ``loops`` (the kernel's sequential loops inside a thread) the analytic model
-        picks, unless ``--no-localise``.  ``node`` keeps its place."""
+        picks, unless ``--no-localise``.  ``node`` keeps its place; returns it and the
+        plan with its localisation."""
         from ..memory.localcode import auto_localise, localise_kernel
         buffered = {r for b in (plan.memory.buffers if plan.memory else []) for r in b.refs}
         if self.options.localise is None:
             if not (self.options.localise_auto and loops):
-                return node
+                return node, plan
             regs = {r.array for r in (plan.memory.registers if plan.memory else [])}
             buffered |= {(s.name, k) for s in self.scop.statements
                          for k, a in enumerate(s.accesses) if a.array in regs}
-            node, plan.local = auto_localise(self.scop, node, strip_generated(plan.name), plan.block,
-                                             self.options, buffered, self.local_copies,
-                                             member_text, loops)
-            return node
-        node, plan.local = localise_kernel(self.scop, node, strip_generated(plan.name), plan.block,
-                                           self.options, buffered, self.local_copies,
-                                           member_text)
-        return node
+            node, local = auto_localise(self.scop, node, strip_generated(plan.name), plan.block,
+                                        self.options, buffered, self.local_copies,
+                                        member_text, loops)
+            return node, replace(plan, local=local)
+        node, local = localise_kernel(self.scop, node, strip_generated(plan.name), plan.block,
+                                      self.options, buffered, self.local_copies,
+                                      member_text)
+        return node, replace(plan, local=local)
 
     def tile_sizes(self, m: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Tile sizes (outermost member first) and threads per member (outermost first)."""
@@ -273,35 +276,29 @@ class SingleMapper(TimeKernels):
             thread_filt = thread_filt.intersect(
                 cyclic_filter(point_sched.get_at(j), t, threads[j], tiles[j]))
             axes.append(axis)
-        plan = KernelPlan(name, members, seq, statement_names(node))
-        for j in range(m, m + s):
-            plan.sub_tiles.append(f"{member_text(full, j)} (sub-tile {tiles[j]})")
+        plan = KernelPlan(name, members, seq, statement_names(node), sub_tiles=[
+            f"{member_text(full, j)} (sub-tile {tiles[j]})" for j in range(m, m + s)])
         if s:
             node = node.band_split(m)
         depth = node.get_tree_depth()
         outer = node.child(0)                       # sub-tile band, or the point band
         inner = outer.child(0) if s else outer
         if reuse is not None:
-            plan.memory = reuse
+            plan = replace(plan, memory=reuse)
         elif self.options.shared != "none" and not rectangular:
-            plan.memory = KernelMemory(decisions=[memory_note(
+            plan = replace(plan, memory=KernelMemory(decisions=(memory_note(
                 strip_generated(name), None, "no buffers: the tiles are skewed (band or host loops are not "
-                "plain loop iterators); buffers over skewed tiles are not planned yet")])
+                "plain loop iterators); buffers over skewed tiles are not planned yet"),)))
         elif self.options.shared != "none":
-            plan.memory = plan_kernel_memory(self.scop, outer, inner, self.options, strip_generated(name),
-                                             host_prefix, m)
-        plan.grid_fill = self.band_fill
+            plan = replace(plan, memory=plan_kernel_memory(self.scop, outer, inner, self.options,
+                                                           strip_generated(name), host_prefix, m))
+        plan = replace(plan, grid_fill=self.band_fill)
         if self.band_fill is not None and reuse is None:
-            if plan.memory is None:
-                plan.memory = KernelMemory()
-            plan.memory.decisions = plan.memory.decisions + [Note(
-                Stage.MAPPING, self.band_fill.text(), kernel=strip_generated(name))]
+            plan = replace(plan, memory=(plan.memory or KernelMemory()).noted(Note(
+                Stage.MAPPING, self.band_fill.text(), kernel=strip_generated(name))))
         if self.options.registers and m and reuse is None:
-            from ..memory.registers import plan_registers
             mapped = full.drop_dims(isl.dim_type.set, m, n - m) if n > m else full
             point = host_prefix.flat_range_product(isl.UnionMap.from_multi_union_pw_aff(mapped))
-            if plan.memory is None:
-                plan.memory = KernelMemory()
             here = set(plan.statements)
             private = frozenset(t for t in self.private if all(
                 s.name in here for s in self.scop.statements
@@ -310,31 +307,29 @@ class SingleMapper(TimeKernels):
                 # every partition buffered, a private scalar's too (seed 000 §3.1.4: a
                 # block-local buffer never loaded nor stored), unless its buffer was
                 # dropped for size: then it stays a private register, never in memory
-                buffered = {b.array for b in plan.memory.buffers}
+                buffered = {b.array for b in (plan.memory.buffers if plan.memory else ())}
                 private = frozenset(t for t in private if t not in buffered)
-            regs, lines = plan_registers(self.scop, domain, point, strip_generated(name),
-                                         [mm.loop for mm in members],
-                                         [member_text(full, i) for i in range(m, n)],
-                                         n_host=node.get_schedule_depth(), private=private)
-            for r in regs:
-                r.line += len(plan.memory.decisions)
-            plan.memory.registers, plan.memory.decisions = regs, plan.memory.decisions + lines
-            drop_register_buffers(plan.memory, strip_generated(name), self.options,
-                                  math.prod(-(-mm.tile // mm.threads) for mm in members))
-            keep_private_in_registers(plan.memory, strip_generated(name), private)
+            regs, lines = plan_kernel_registers(self.scop, domain, point, strip_generated(name),
+                                                [mm.loop for mm in members],
+                                                [member_text(full, i) for i in range(m, n)],
+                                                n_host=node.get_schedule_depth(),
+                                                private=private)
+            mem = replace(plan.memory or KernelMemory(), registers=regs).noted(*lines)
+            mem, _ = drop_register_buffers(mem, strip_generated(name), self.options,
+                                           math.prod(-(-mm.tile // mm.threads) for mm in members))
+            plan = replace(plan, memory=keep_private_in_registers(mem, strip_generated(name), private))
         if m:
             # before the check below: a buffer replaced by __constant__ memory stages nothing
-            self.constant_arrays(plan, domain, host_prefix, full, n, m,
-                                 node.get_schedule_depth())
+            plan = self.constant_arrays(plan, domain, host_prefix, full, n, m,
+                                        node.get_schedule_depth())
         jams = self.per_thread is not None and rectangular      # see jam_point_band below
         if s and not jams and not (plan.memory and plan.memory.buffers):
-            memory = plan.memory or KernelMemory()
             subbed = ", ".join(member_text(full, j) for j in range(m, m + s))
-            memory.decisions = memory.decisions + [Note(
-                Stage.MAPPING, f"{subbed} not sub-tiled: no buffer to stage", kernel=strip_generated(name))]
+            memory = (plan.memory or KernelMemory()).noted(Note(
+                Stage.MAPPING, f"{subbed} not sub-tiled: no buffer to stage", kernel=strip_generated(name)))
             return self._parallel_kernel(original, memory)
         if self.per_thread is not None:
-            plan.per_thread = tuple(-(-mm.tile // mm.threads) for mm in members)
+            plan = replace(plan, per_thread=tuple(-(-mm.tile // mm.threads) for mm in members))
             # only over rectangular tiles: jamming a skewed band's point loops let two
             # threads write one element in a barrier phase (fuzz finding 23)
             if s and inner.get_type() == isl.schedule_node_type.band and rectangular:
@@ -343,21 +338,21 @@ class SingleMapper(TimeKernels):
                     # with copies in the k steps the split-off statements stay inside
                     # the sub-tile loop, where their register serves them too
                     inner = split_fixed_statements(inner, m)
-                plan.jammed = True
+                plan = replace(plan, jammed=True)
                 full_set = full_tiles(full, host_prefix, domain, tiles[:m])
                 if full_set is not None and not full_set.is_empty():
                     blocks = tile_sched.drop_dims(isl.dim_type.set, m, s) if s else tile_sched
                     within = full_tile_instances(blocks, host_prefix, domain, full_set)
                     # every tile full (sizes given, multiples of the tile): one piece
                     if not within.is_empty() and not domain.is_subset(within):
-                        plan.full_instances = within
-                        plan.full_tiles = True
+                        plan = replace(plan, full_instances=within, full_tiles=True)
         # threads are mapped right above the point band, below the copy code, so the
         # loops and barriers around the copies do not depend on thread ids
         inner = inner.insert_filter(thread_filt.intersect_params(
             thread_bounds_set(plan.block, axes)))
         mapped = {member_text(full, i) for i in range(m)}
-        inner = self.localise(inner, plan, [t for t in loop_names(inner) if t not in mapped])
+        inner, plan = self.localise(inner, plan,
+                                    [t for t in loop_names(inner) if t not in mapped])
         node = self.add_copies(inner, plan, s > 0)
         node = node.ancestor(node.get_tree_depth() - depth)
         node = node.insert_filter(block_filt.intersect_params(block_bounds_set(axes)))
@@ -367,24 +362,24 @@ class SingleMapper(TimeKernels):
         return node.insert_mark(isl.Id(name))
 
     def constant_arrays(self, plan: KernelPlan, domain: isl.UnionSet, host_prefix: isl.UnionMap,
-                        full: isl.MultiUnionPwAff, n: int, m: int, n_host: int) -> None:
+                        full: isl.MultiUnionPwAff, n: int, m: int, n_host: int
+                        ) -> KernelPlan:
         """Seed 004 §4.2: read-only arrays the same for every thread go to
-        ``__constant__`` memory (not to shared buffers)."""
+        ``__constant__`` memory (not to shared buffers); returns the plan with them."""
         mapped = full.drop_dims(isl.dim_type.set, m, n - m) if n > m else full
         point = host_prefix.flat_range_product(isl.UnionMap.from_multi_union_pw_aff(mapped))
         chosen, lines = self.constants.consider(strip_generated(plan.name), domain, point, n_host)
         if not lines and not chosen:
-            return
-        if plan.memory is None:
-            plan.memory = KernelMemory()
-        mem = plan.memory
+            return plan
+        mem = plan.memory or KernelMemory()
         dropped = {b.array for b in mem.buffers if b.array in chosen}
-        mem.buffers = [b for b in mem.buffers if b.array not in chosen]
-        mem.decisions = [replace(d, stage=Stage.CONSTANT, kind="decision",
-                                 text="not buffered (read from __constant__ memory)")
-                         if is_decision_about(d, strip_generated(plan.name), dropped) and
-                         d.stage != Stage.REGISTERS else d
-                         for d in mem.decisions] + lines
+        return replace(plan, memory=replace(
+            mem, buffers=tuple(b for b in mem.buffers if b.array not in chosen),
+            decisions=tuple(replace(d, stage=Stage.CONSTANT, kind="decision",
+                                    text="not buffered (read from __constant__ memory)")
+                            if is_decision_about(d, strip_generated(plan.name), dropped) and
+                            d.stage != Stage.REGISTERS else d
+                            for d in mem.decisions) + tuple(lines)))
 
     def sub_tile_sizes(self, m: int, s: int) -> tuple[int, ...]:
         """Sizes of the sequential (sub-tile) members: from --tile after the first m."""

@@ -4,7 +4,6 @@ L private to each thread along a loop a thread group runs sequentially
 loop (:meth:`SuperLocalisation.step_local`)."""
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Callable
 
 import islpy as isl
@@ -223,13 +222,14 @@ class SuperLocalisation:
         skip.update({b.array: "it has a per-block buffer" for b in self.memory.mem.buffers})
         limit = min(opts.shared_mem, LOCAL_LIMIT) - self._local_bytes()
         try:
+            words = {"along": f"the step loop {name}", "sharers": "the block's threads"}
             lp = plan_shared(self.scop, x, opts.with_(sizes={}, shared_mem=max(limit, 0)),
-                             kname, self.block, window, skip)
+                             kname, self.block, window, skip, **words)
             sized = {}
             if forced:
                 fixed = {p: int(v) for p, v in opts.sizes.items() if p in self.scop.size_params}
                 at = plan_shared(self.scop, x, opts.with_(shared_mem=max(limit, 0)), kname,
-                                 self.block, window, skip) if fixed else lp
+                                 self.block, window, skip, **words) if fixed else lp
                 if len(at.buffers) > len(lp.buffers):
                     lp, sized = at, fixed
                 elif not lp.buffers:
@@ -248,10 +248,6 @@ class SuperLocalisation:
             return None
         if lp is None or not forced and not lp.buffers:
             return None             # the default says nothing where it localises nothing
-        lp.decisions = [replace(d, text=d.text.replace("along the time loop",
-                                                       f"along the step loop {name}")
-                                .replace("shared by the block", "shared by the block's threads"))
-                        for d in lp.decisions]
         self.local.decisions += lp.decisions
         if not lp.buffers:
             return None

@@ -8,6 +8,7 @@ from typing import Protocol
 import islpy as isl
 
 from ..memory.localcode import LocalPlan
+from ..memory.registers import RegisterPlan, plan_kernel_registers
 from ..names import buffer_stem
 from ..memory.plan import BufferPlan, CopyNamer, KernelMemory, drop_register_buffers, \
     graft_copies, is_decision_about, memory_note
@@ -67,7 +68,7 @@ class SuperMemory:
         self.n_groups = 0
 
     def refuse(self, why: str) -> "SuperMemory":
-        self.mem.decisions.append(memory_note(self.kname, None, f"no buffers: {why}",
+        self.mem = self.mem.noted(memory_note(self.kname, None, f"no buffers: {why}",
                                               "fallback"))
         return self
 
@@ -96,8 +97,8 @@ class SuperMemory:
                                "operations")
         self.planned = True
         self.block_bufs, dropped = fit_buffers(bufs, options, self.kname)
-        self.mem.buffers += self.block_bufs
-        self.mem.decisions += lines + dropped
+        self.mem = replace(self.mem, buffers=self.mem.buffers + tuple(self.block_bufs)
+                           ).noted(*lines, *dropped)
         return self
 
     def plan_group(self, node: isl.ScheduleNode, g: ThreadGroup, chunk: isl.MultiUnionPwAff
@@ -126,15 +127,15 @@ class SuperMemory:
                                                arrays, self._fixed(pre), False)
                 lines = [replace(ln, text=f"{ln.text} in {group}") for ln in lines]
         except isl.Error:
-            self.mem.decisions.append(Note(Stage.MEMORY, "no buffers: planning them took too many "
+            self.mem = self.mem.noted(Note(Stage.MEMORY, "no buffers: planning them took too many "
                                            "isl operations", kernel=self.kname, where=group,
                                            kind="fallback"))
             return []
         self.decided.update(arrays)
         bufs, dropped = fit_buffers(bufs, options, self.kname,
                                     sum(b.nbytes for b in self.mem.buffers))
-        self.mem.buffers += bufs
-        self.mem.decisions += lines + dropped
+        self.mem = replace(self.mem, buffers=self.mem.buffers + tuple(bufs)
+                           ).noted(*lines, *dropped)
         return bufs
 
     def constants(self, chosen: set[str], lines: list[Note]) -> None:
@@ -142,13 +143,14 @@ class SuperMemory:
         ``__constant__`` memory get no shared buffer, at the block level (dropped) nor
         per thread tile (no longer deferred to the thread groups)."""
         dropped = {b.array for b in self.mem.buffers if b.array in chosen}
-        self.mem.buffers = [b for b in self.mem.buffers if b.array not in chosen]
         self.block_bufs = [b for b in self.block_bufs if b.array not in chosen]
         self.deferred = [a for a in self.deferred if a not in chosen]
-        self.mem.decisions = [replace(d, stage=Stage.CONSTANT, kind="decision",
-                                      text="not buffered (read from __constant__ memory)")
-                              if is_decision_about(d, self.kname, dropped) else d
-                              for d in self.mem.decisions] + lines
+        self.mem = replace(
+            self.mem, buffers=tuple(b for b in self.mem.buffers if b.array not in chosen),
+            decisions=tuple(replace(d, stage=Stage.CONSTANT, kind="decision",
+                                    text="not buffered (read from __constant__ memory)")
+                            if is_decision_about(d, self.kname, dropped) else d
+                            for d in self.mem.decisions) + tuple(lines))
 
     def registers(self, k: Kernel, domain: isl.UnionSet, point: isl.UnionMap, n_host: int,
                   tiles: list[int]) -> None:
@@ -163,42 +165,30 @@ class SuperMemory:
         register is loaded once per thread point, not once per thread tile."""
         mapper = self.mapper
         scop, options = mapper.scop, mapper.options
-        planned = self.register_plan(k, domain, point, n_host)
-        if planned is None:
-            return
-        regs, lines = planned
         reduced = {a.array for s in k.statements if s in mapper.reductions
                    for a in scop.statement(s).accesses}
-        local = {lb.array for lb in (mapper.local.buffers if mapper.local else [])}
-        kept = []
-        for r in regs:
-            if r.array in local:
-                lines[r.line] = replace(lines[r.line], text="not in a register (localised "
-                                        "along a step loop: seed 001's L keeps it across the "
-                                        "steps)")
-                continue
-            if r.array in reduced:
-                lines[r.line] = replace(lines[r.line], text="not in a register (a tree "
-                                        "reduction's statement accesses it; the reduction "
-                                        "keeps its own per-thread accumulator)")
-                continue
-            r.line += len(self.mem.decisions)
-            kept.append(r)
-        self.mem.decisions += lines
-        self.mem.registers = kept
-        one = [r for r in kept if all(self._one_point(k, s, tiles) for s in r.statements)]
-        self.mem.registers = one
-        dropped = drop_register_buffers(self.mem, self.kname, options, 1)
-        self.mem.registers = kept
+        elsewhere = {a: "a tree reduction's statement accesses it; the reduction keeps its "
+                     "own per-thread accumulator" for a in reduced}
+        elsewhere.update({lb.array: "localised along a step loop: seed 001's L keeps it "
+                          "across the steps"
+                          for lb in (mapper.local.buffers if mapper.local else [])})
+        planned = self.register_plan(k, domain, point, n_host, elsewhere)
+        if planned is None:
+            return
+        kept, lines = planned
+        one = tuple(r for r in kept if all(self._one_point(k, s, tiles) for s in r.statements))
+        mem, dropped = drop_register_buffers(replace(self.mem, registers=one).noted(*lines),
+                                             self.kname, options, 1)
+        self.mem = replace(mem, registers=kept)
         self.block_bufs = [b for b in self.block_bufs if b.array not in dropped]
 
     def register_plan(self, k: Kernel, domain: isl.UnionSet, point: isl.UnionMap | None,
-                      n_host: int
-                      ) -> tuple[list, list[Note]] | None:
-        """:func:`.memory.registers.plan_registers` on kernel ``k``'s thread points (no
-        side effect: :meth:`registers` applies it; the localisation asks it first, to
-        leave the register arrays alone); None when no register can be planned."""
-        from ..memory.registers import plan_registers
+                      n_host: int, elsewhere: dict[str, str] = {}
+                      ) -> tuple[tuple[RegisterPlan, ...], tuple[Note, ...]] | None:
+        """:func:`.memory.registers.plan_kernel_registers` on kernel ``k``'s thread
+        points, ``elsewhere`` the arrays kept by other means, with why (no side effect:
+        :meth:`registers` applies it; the localisation asks it first, to leave the
+        register arrays alone); None when no register can be planned."""
         mapper = self.mapper
         scop, options, plan = mapper.scop, mapper.options, mapper.plan
         if not options.registers:
@@ -213,9 +203,9 @@ class SuperMemory:
                 {st[s][0] for st in mapper.steps if s in st} for s in k.statements}
         seq = [scop.statement(s).iterators[lp[0]] for s in k.statements
                for lp in plan.nests[s].loops if lp[0] not in used[s]]
-        return plan_registers(scop, domain, point, self.kname,
-                              list(dict.fromkeys(mapped)), list(dict.fromkeys(seq)),
-                              n_host=n_host)
+        return plan_kernel_registers(scop, domain, point, self.kname,
+                                     list(dict.fromkeys(mapped)), list(dict.fromkeys(seq)),
+                                     n_host=n_host, elsewhere=elsewhere)
 
     def _one_point(self, k: Kernel, s: str, tiles: list[int]) -> bool:
         """Each thread runs at most one thread point of statement ``s`` per block: every
@@ -254,7 +244,7 @@ class SuperMemory:
     def result(self) -> KernelMemory | None:
         for a in self.deferred:
             if a not in self.decided:
-                self.mem.decisions.append(memory_note(
+                self.mem = self.mem.noted(memory_note(
                     self.kname, a, "not buffered (footprint grows with the problem size per "
                     "block, and no thread group touching it has thread tiles)"))
         return self.mem if self.mem.decisions or self.mem.buffers else None

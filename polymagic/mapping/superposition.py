@@ -12,6 +12,7 @@ tree reductions on ``threadIdx.x``, seed 003 §5.3).  Shared buffers, registers 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import islpy as isl
 
@@ -345,12 +346,13 @@ class SuperMapper(SuperLocalisation):
         mem, self.memory = self.memory.result(), None
         kp = KernelPlan(name, members, [], list(k.statements), memory=mem,
                         threads=blk, text=self.summary(k, tiles, blk),
-                        member_points=False, local=self.end_local(k, strip_generated(name)))
-        kp.specialised, self.specialised = self.specialised, {}
+                        member_points=False, local=self.end_local(k, strip_generated(name)),
+                        specialised=self.specialised)
+        self.specialised = {}
         if per_thread_tile(self.options.tile_levels, self.options.block) is not None:
-            kp.per_thread = self.points_per_thread(k, tiles, blk)
-            kp.text += "; per thread: " + " x ".join(map(str, kp.per_thread)) + \
-                " point(s) strided by the block size"
+            per = self.points_per_thread(k, tiles, blk)
+            kp = replace(kp, per_thread=per, text=kp.text + "; per thread: " + " x ".join(
+                map(str, per)) + " point(s) strided by the block size")
         self.plans[name] = kp
         return node.insert_mark(isl.Id(name))
 
@@ -429,7 +431,7 @@ class SuperMapper(SuperLocalisation):
         uniform across the block.  Several statements (a fused group) accumulate in one
         pass, and the first one's ``pm_rfin`` reduces all their registers."""
         for s in g.statements:
-            self.reductions[s].block = self.block
+            self.reductions[s] = replace(self.reductions[s], block=self.block)
         orig = []
         nests = self.plan.nests
         width = max(2 * len(nests[s].loops) + 1 for s in g.statements)

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 import islpy as isl
 
 from ..errors import OptionsError
 from ..isl_util import param_id
-from ..memory.localcode import LocalBuffer
+from ..memory.localcode import LocalBuffer, LocalPlan
 from ..memory.plan import CopyNamer
 from ..names import strip_generated
 from ..options import CompileOptions
@@ -87,32 +88,33 @@ class TimeKernels:
             # footprint in shared memory when it fits, else none
             node = x.ancestor(x.get_tree_depth() - depth)
             if self.options.time_block[1]:
-                node = self.box_block(node, plan)
+                node, local = self.box_block(node, plan)
+                plan = replace(plan, local=local)
         else:
-            plan.local = plan_shared(self.scop, x, self.options, strip_generated(name), block,
-                                     self.options.localise[1])
+            plan = replace(plan, local=plan_shared(self.scop, x, self.options, strip_generated(name), block,
+                                                   self.options.localise[1]))
             if plan.local.buffers:
                 x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
             node = x.ancestor(x.get_tree_depth() - depth)
-        plan.specialised = {k: int(v) for k, v in sizes.items()}
-        self.plans[name] = plan
+        self.plans[name] = replace(plan, specialised={k: int(v) for k, v in sizes.items()})
         if sizes:
             node = node.parent()
         return node.insert_mark(isl.Id(name))
 
-    def box_block(self, node: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
+    def box_block(self, node: isl.ScheduleNode, plan: KernelPlan
+                  ) -> tuple[isl.ScheduleNode, LocalPlan]:
         """The one-block kernel's whole footprint in shared memory, copied in once
         before its time loop ``node`` and back once after it
         (:func:`.memory.localcode.plan_tile_box` with ``whole``); returns the node at
-        ``node``'s position."""
+        ``node``'s position, and the localisation planned."""
         from ..memory.localcode import graft_tile_box, plan_tile_box
-        plan.local = plan_tile_box(self.scop, node, self.options, strip_generated(plan.name), plan.block,
-                                   1, whole=True)
-        if not plan.local.buffers:
-            return node
+        local = plan_tile_box(self.scop, node, self.options, strip_generated(plan.name), plan.block,
+                              1, whole=True)
+        if not local.buffers:
+            return node, local
         depth = node.get_tree_depth()
-        node = graft_tile_box(self.scop, node, plan.local, self.local_copies, self.namer)
-        return node.ancestor(node.get_tree_depth() - depth)
+        node = graft_tile_box(self.scop, node, local, self.local_copies, self.namer)
+        return node.ancestor(node.get_tree_depth() - depth), local
 
     def time_tile_kernel(self, node: isl.ScheduleNode) -> isl.ScheduleNode:
         """One block per time tile (``--time-tiling``, issue 5): ``node`` is the band
@@ -190,13 +192,14 @@ class TimeKernels:
                                f"), sequential in the block: {', '.join(seq_text)} (a barrier "
                                f"after each step), over {'x'.join(map(str, block))} threads: "
                                f"{', '.join(par_text)} (cyclic)")
-        node = self.localise_tile(par.ancestor(par.get_tree_depth() - depth - 1), plan)
+        node, local = self.localise_tile(par.ancestor(par.get_tree_depth() - depth - 1), plan)
         node = node.ancestor(node.get_tree_depth() - depth)
         node = node.insert_filter(block_filt.intersect_params(block_bounds_set(block_axes)))
-        self.plans[name] = plan
+        self.plans[name] = replace(plan, local=local)
         return node.insert_mark(isl.Id(name))
 
-    def localise_tile(self, seq: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
+    def localise_tile(self, seq: isl.ScheduleNode, plan: KernelPlan
+                      ) -> tuple[isl.ScheduleNode, LocalPlan | None]:
         """Seed 001 localisation along the skewed time loop of a time tile (the first
         member of the band ``seq``, split off): what the tile's threads access at step
         ``t`` stays in shared memory for step ``t + 1``, only the difference moves
@@ -210,10 +213,10 @@ class TimeKernels:
         (:meth:`box_tile`, about a second; jacobi-1d: the same global loads and stores
         as the per-step moves, compiled in 0.6 s instead of 1-2 s).  With :data:`TILE_FOOTPRINT` L holds the
         tile's whole footprint (:meth:`footprint_tile`).  Returns the node at
-        ``seq``'s position."""
+        ``seq``'s position and the localisation planned (None: none)."""
         if self.options.shared == "none" or \
                 self.options.localise is None and not self.options.localise_auto:
-            return seq
+            return seq, None
         from ..memory.localcode import graft_shared, plan_shared
         if self.options.localise is None:
             return self.box_tile(seq, plan)
@@ -222,43 +225,43 @@ class TimeKernels:
             seq = seq.band_split(1)
         window = self.options.localise[1] if self.options.localise else 1
         x = seq.child(0)
-        plan.local = plan_shared(self.scop, x, self.options, strip_generated(plan.name), plan.block, window)
+        local = plan_shared(self.scop, x, self.options, strip_generated(plan.name), plan.block, window)
         if TILE_FOOTPRINT:
-            return self.footprint_tile(seq, x, plan, depth)
-        for lb in plan.local.buffers:
+            return self.footprint_tile(seq, x, local, strip_generated(plan.name), depth)
+        for lb in local.buffers:
             if lb.loc.written:
                 lb.loc.move_out = lb.loc.move_out.intersect(written_so_far(self.scop, lb))
-        if plan.local.buffers:
-            x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
-        return x.ancestor(x.get_tree_depth() - depth)
+        if local.buffers:
+            x = graft_shared(self.scop, x, local, self.local_copies, self.namer)
+        return x.ancestor(x.get_tree_depth() - depth), local
 
-    def box_tile(self, seq: isl.ScheduleNode, plan: KernelPlan) -> isl.ScheduleNode:
+    def box_tile(self, seq: isl.ScheduleNode, plan: KernelPlan
+                 ) -> tuple[isl.ScheduleNode, LocalPlan]:
         """The default for tiles with 2+ spatial loops: each array's whole footprint in
         shared memory, copied in once before the tile's steps and written back once
         after them (:func:`.memory.localcode.plan_tile_box`); isl's code for these
         two copies per array takes about a second where the per-step moves of seed
         001 (``--localise t``) take 40 s to minutes.  Returns the node at ``seq``'s
-        position."""
+        position and the localisation planned."""
         from ..memory.localcode import graft_tile_box, plan_tile_box
         from ..schedule.timeblock import time_tiles
         steps = time_tiles(self.options.time_tiling, 1)[0]
-        plan.local = plan_tile_box(self.scop, seq, self.options, strip_generated(plan.name), plan.block,
-                                   steps)
-        if not plan.local.buffers:
-            return seq
-        return graft_tile_box(self.scop, seq, plan.local, self.local_copies, self.namer)
+        local = plan_tile_box(self.scop, seq, self.options, strip_generated(plan.name), plan.block, steps)
+        if not local.buffers:
+            return seq, local
+        return graft_tile_box(self.scop, seq, local, self.local_copies, self.namer), local
 
-    def footprint_tile(self, seq: isl.ScheduleNode, x: isl.ScheduleNode, plan: KernelPlan,
-                       depth: int) -> isl.ScheduleNode:
+    def footprint_tile(self, seq: isl.ScheduleNode, x: isl.ScheduleNode, local: LocalPlan,
+                       kname: str, depth: int) -> tuple[isl.ScheduleNode, LocalPlan]:
         """The tile's buffers hold its whole footprint (:func:`.memory.localcode.
         tile_footprint`): move-ins at first touch inside the time loop, one write-back
-        after it."""
+        after it.  ``local``: :func:`.memory.localcode.plan_shared`'s plan; returns the
+        node and the plan of the footprints."""
         from ..memory.localcode import LOCAL_LIMIT, graft_shared, graft_tile_writeback, \
             local_note, tile_footprint
-        kname = strip_generated(plan.name)
         keep, backs, lines, used = [], [], [], 0
         limit = min(self.options.shared_mem, LOCAL_LIMIT)
-        for lb in plan.local.buffers:
+        for lb in local.buffers:
             lb2, back, why = tile_footprint(self.scop, lb, limit, used)
             lines.append(local_note(kname, lb.array, why))
             if lb2 is not None:
@@ -267,16 +270,15 @@ class TimeKernels:
                 if back is not None:
                     backs.append(back)
         # the footprint's line replaces each buffer's line of plan_shared
-        replaced = {lb.array for lb in plan.local.buffers}
-        plan.local.buffers = keep
-        plan.local.decisions = [d for d in plan.local.decisions
-                                if d.subject not in replaced] + lines
+        replaced = {lb.array for lb in local.buffers}
+        local = replace(local, buffers=keep, decisions=[
+            d for d in local.decisions if d.subject not in replaced] + lines)
         if not keep:
-            return seq
-        x = graft_shared(self.scop, x, plan.local, self.local_copies, self.namer)
+            return seq, local
+        x = graft_shared(self.scop, x, local, self.local_copies, self.namer)
         band = x.ancestor(x.get_tree_depth() - depth)
         band = graft_tile_writeback(self.scop, band, backs, self.local_copies, self.namer)
-        return band.ancestor(band.get_tree_depth() - depth)
+        return band.ancestor(band.get_tree_depth() - depth), local
 
 
 def written_so_far(scop: Scop, lb) -> isl.Map:

@@ -50,7 +50,7 @@ class CompiledProgram(Protocol):
     program: kir.Program
 
 
-@dataclass
+@dataclass(frozen=True)
 class KernelCounts:
     """Predicted global element accesses of one kernel over the whole run."""
     loads: int = 0
@@ -108,27 +108,29 @@ def predict_counts(scop: Scop, mapping: MappedKernels, sizes: Mapping[str, int],
             k = program.kernels.get(kname)
             used = {d.name for d in k.shared} if k is not None else set()
             buffers = [b for b in buffers if b.name in used]
-        kc = out[kname] = KernelCounts(buffers=[b.name for b in buffers])
+        copy_loads = copy_stores = 0
         refs = {r for b in buffers for r in b.refs}
         for b in buffers:
-            kc.copy_loads += copy_volume(b.copy_in, sizes)
-            kc.copy_stores += copy_volume(b.copy_out, sizes)
-        kc.loads, kc.stores = kc.copy_loads, kc.copy_stores
+            copy_loads += copy_volume(b.copy_in, sizes)
+            copy_stores += copy_volume(b.copy_out, sizes)
+        loads, stores = copy_loads, copy_stores
         # seed 004 §4.2: an array kept in a register across all the sequential loops is
         # loaded once per thread point and stored once (memory.registers)
-        once = {d.array for d in program.kernels[kname].registers if d.once_per_point} \
-            if program is not None and kname in program.kernels else set()
+        decls = program.kernels[kname].registers \
+            if program is not None and kname in program.kernels else []
+        once = {d.array for d in decls if d.once_per_point}
         regs = {r.array: r for r in (plan.memory.registers if plan.memory else [])
-                if (r.once_per_point or r.array in once) and r.points is not None}
+                if r.array in once and r.points is not None}
         for r in regs.values():
             n_points = count_points(r.points, sizes)
-            kc.loads += n_points
+            loads += n_points
             if any(a.array == r.array and a.is_write for st in r.statements
                    for a in scop.statement(st).accesses):
-                kc.stores += n_points
+                stores += n_points
         # a private local scalar promoted to registers never touches memory
+        made = {d.array for d in decls if d.array}
         private = {r.array for r in (plan.memory.registers if plan.memory else [])
-                   if r.private and r.registers}
+                   if r.private and r.array in made}
         trees = {r.stmt: r for r in mapping.reductions.values()}
         refs = refs | _shared_partner_reads(scop, trees)
         for sname in plan.statements:
@@ -142,8 +144,8 @@ def predict_counts(scop: Scop, mapping: MappedKernels, sizes: Mapping[str, int],
                 outer = count_points(stmt.domain.project_out(isl.dim_type.set, tree.loop, 1),
                                      sizes)
                 threads = tree.block[0] * tree.block[1] * tree.block[2]
-                kc.loads += outer * (1 if tree.op in ("+", "*") else 1 + threads)
-                kc.stores += outer
+                loads += outer * (1 if tree.op in ("+", "*") else 1 + threads)
+                stores += outer
             for k, acc in enumerate(stmt.accesses):
                 if (sname, k) in refs or acc.array in regs or acc.array in private:
                     continue
@@ -152,9 +154,11 @@ def predict_counts(scop: Scop, mapping: MappedKernels, sizes: Mapping[str, int],
                 if n is None:
                     n = count_points(stmt.domain, sizes)
                 if acc.is_write:
-                    kc.stores += n
+                    stores += n
                 else:
-                    kc.loads += n
+                    loads += n
+        out[kname] = KernelCounts(loads, stores, copy_loads, copy_stores,
+                                  [b.name for b in buffers])
     return out
 
 

@@ -446,13 +446,16 @@ def _prefix_and_arrays(scop: Scop, x: isl.ScheduleNode
 
 def plan_shared(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel: str,
                 block: tuple[int, int, int], window: int,
-                skip: dict[str, str] | None = None) -> LocalPlan:
+                skip: dict[str, str] | None = None, along: str = "the time loop",
+                sharers: str = "the block") -> LocalPlan:
     """Localisation along the time loop of a one-block kernel: every array accessed
     below ``x`` whose cached set fits, addressed modulo its extents so that no
     element ever moves inside L (§4.4: ``(ρ − δ·t) mod s`` for a constant drift,
     else ``x_d mod e_d`` over the bounding box), extents at the ``--size`` values
     (none given: only extents bounded for every size).  ``skip``: arrays left alone,
-    with the reason (a superposition step loop's arrays in block buffers or registers)."""
+    with the reason (a superposition step loop's arrays in block buffers or registers).
+    ``along`` and ``sharers`` name the loop and the threads in the decision lines (a
+    superposition step loop's: ``the step loop s``, ``the block's threads``)."""
     from .localise import box_index
     out = LocalPlan()
     prefix, names, arrays = _prefix_and_arrays(scop, x)
@@ -521,8 +524,8 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel
         out.buffers.append(lb)
         out.decisions.append(local_note(
             kernel, a,
-            f"localised along the time loop (seed 001): "
-            f"{lb.name}[{']['.join(map(str, exts))}] shared by the block, {how}"
+            f"localised along {along} (seed 001): "
+            f"{lb.name}[{']['.join(map(str, exts))}] shared by {sharers}, {how}"
             + (f", window {window}" if window > 1 else "")))
     return out
 

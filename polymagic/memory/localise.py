@@ -401,7 +401,7 @@ def total(m: isl.Map | isl.Set, sizes: dict[str, int]) -> int:
 
 # ---- §4.3: dependence-based localisation ------------------------------------------------
 
-@dataclass
+@dataclass(frozen=True)
 class DependenceSets:
     """Access instances ``{ [S[i] -> R<k>[]] }`` (``k`` = access index) by kind (§4.3)."""
     writes_global: isl.UnionSet       # W_g: not overwritten inside the window

@@ -18,7 +18,7 @@ read the buffers), after it, and between compute and copy-out (seed 004 §4.3).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import functools
 import math
@@ -44,7 +44,7 @@ STATIC_SHARED_LIMIT = 48 * 1024
 MAX_SHARED = 227 * 1024
 
 
-@dataclass
+@dataclass(frozen=True)
 class BufferPlan:
     """One shared-memory buffer: a partition of an array for one block tile."""
     name: str
@@ -66,14 +66,21 @@ class BufferPlan:
         return buffer_bytes(self.ctype, self.extents)
 
 
-@dataclass
+@dataclass(frozen=True)
 class KernelMemory:
-    buffers: list[BufferPlan] = field(default_factory=list)
-    decisions: list[Note] = field(default_factory=list)   # one line per array
-    registers: list[RegisterPlan] = field(default_factory=list)   # seed 004 §4.2
+    """The memory plan of one kernel: its shared buffers (seed 000 §3), registers
+    (seed 004 §4.2) and one decision line per array; a builder makes a new one
+    (:meth:`noted`, :func:`dataclasses.replace`) rather than editing it."""
+    buffers: tuple[BufferPlan, ...] = ()
+    decisions: tuple[Note, ...] = ()   # one line per array
+    registers: tuple[RegisterPlan, ...] = ()   # seed 004 §4.2
     #: (array, rule) of the partitions Algorithm 1 would buffer per sub-tile but whose
     #: copies do not pay (:mod:`.staging`: rule ``R0``, ``R1`` or ``R3``)
-    unstaged: list[tuple[str, str]] = field(default_factory=list)
+    unstaged: tuple[tuple[str, str], ...] = ()
+
+    def noted(self, *notes: Note) -> "KernelMemory":
+        """The plan with ``notes`` after its decisions."""
+        return replace(self, decisions=self.decisions + notes)
 
     @property
     def shared_bytes(self) -> int:
@@ -295,9 +302,9 @@ def plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleN
         with OperationBudget(scop.context.get_ctx(), PLAN_OPERATIONS):
             return _plan_kernel_memory(scop, outer, inner, options, kernel, fixed, mapped)
     except isl.Error:
-        return KernelMemory(decisions=[memory_note(
+        return KernelMemory(decisions=(memory_note(
             kernel, None, f"no buffers: planning them took more than {PLAN_OPERATIONS} isl "
-            "operations", "fallback")])
+            "operations", "fallback"),))
 
 
 def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.ScheduleNode,
@@ -312,7 +319,8 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
     buffer), else at the inner (sub-tile) level, where (``--shared auto``) a partition
     is buffered only when its copies pay (:func:`.staging.staging_verdict`).
     """
-    mem = KernelMemory()
+    decisions: list[Note] = []
+    unstaged: list[tuple[str, str]] = []
     pre_inner = prefix_map(inner)
     writes = pre_inner.domain()            # the kernel's statement instances
     here = [s for s in scop.statements
@@ -337,32 +345,31 @@ def _plan_kernel_memory(scop: Scop, outer: isl.ScheduleNode, inner: isl.Schedule
         level, prefix = "block", pre_outer
         cands = _candidates(scop, spaces_at(pre_outer, array), options, not written)
         if options.shared == "auto" and (same_level or all(b.bounded for _, b, _, _ in cands)):
-            cands = _judge_staging(scop, cands, pre_outer, None, 0, mem)
+            cands = _judge_staging(scop, cands, pre_outer, None, 0, unstaged)
         if not same_level and not all(box.bounded for _, box, _, _ in cands):
             level, prefix = "sub-tile", pre_inner
             cands = _candidates(scop, spaces_at(pre_inner, array), options, not written)
             if options.shared == "auto" and mapped:
-                cands = _judge_staging(scop, cands, pre_inner, inner, mapped, mem)
+                cands = _judge_staging(scop, cands, pre_inner, inner, mapped, unstaged)
         kid = kernel.rsplit("kernel", 1)[-1]          # kernel names: pm_kernel<k>
         bufs, reasons = array_buffers(scop, options, array, cands, prefix, level, written,
                                       buffer_stem(scop, f"sh{kid}"), flows)
         chosen += bufs
-        mem.decisions.append(memory_note(kernel, array, "; ".join(reasons)))
+        decisions.append(memory_note(kernel, array, "; ".join(reasons)))
     if options.shared_mem > MAX_SHARED:
-        mem.decisions.append(memory_note(
+        decisions.append(memory_note(
             kernel, None, f"--shared-mem {options.shared_mem // 1024} KB capped at "
             f"{MAX_SHARED // 1024} KB (the most a block may opt in to)", "refusal"))
-    mem.buffers, dropped = fit_buffers(chosen, options, kernel)
-    mem.decisions += dropped
-    return mem
+    buffers, dropped = fit_buffers(chosen, options, kernel)
+    return KernelMemory(tuple(buffers), tuple(decisions + dropped), unstaged=tuple(unstaged))
 
 
 def _judge_staging(scop: Scop, cands: list[tuple[Partition, Box, bool, str]],
                    prefix: isl.UnionMap, inner: isl.ScheduleNode | None, mapped: int,
-                   mem: KernelMemory) -> list[tuple[Partition, Box, bool, str]]:
+                   unstaged: list[tuple[str, str]]) -> list[tuple[Partition, Box, bool, str]]:
     """The candidates with those whose copies do not pay refused (:mod:`.staging`:
     rule R0 per block, ``inner`` None; every rule per sub-tile), each recorded in
-    ``mem.unstaged``."""
+    ``unstaged`` (array, rule)."""
     out = []
     level = "per sub-tile" if inner is not None else "per block"
     for part, box, ok, why in cands:
@@ -371,7 +378,7 @@ def _judge_staging(scop: Scop, cands: list[tuple[Partition, Box, bool, str]],
             verdict = (no_reuse(scop, part, prefix) if inner is None else
                        staging_verdict(scop, part, prefix, inner, mapped))
             if not verdict.pays:
-                mem.unstaged.append((part.array, verdict.rule))
+                unstaged.append((part.array, verdict.rule))
                 ok, why = False, (f"a copy {level} would not pay ({verdict.rule}: "
                                   f"{verdict.why}), although {why}")
         out.append((part, box, ok, why))
@@ -462,7 +469,7 @@ def fit_buffers(bufs: list[BufferPlan], options: CompileOptions, kernel: str, us
 
 
 def drop_register_buffers(mem: KernelMemory, kernel: str, options: CompileOptions,
-                          points_per_thread: int = 1) -> list[str]:
+                          points_per_thread: int = 1) -> tuple[KernelMemory, list[str]]:
     """No duplicate storage (seed 004 §4.2 with seed 000 §4.1): an array planned into
     per-thread registers has subscripts that vary only with the thread loops, so its
     data space does not depend on the sequential (sub-tile) loops and its buffers sit
@@ -477,47 +484,47 @@ def drop_register_buffers(mem: KernelMemory, kernel: str, options: CompileOption
     points of the block tile than it may hold registers (``points_per_thread`` >
     ``MAX_REGISTERS``: the promotion would be skipped), and so do the tile search's
     plans (``keep_register_buffers``: its fitted model needs one buffer set at every
-    tile size).  Returns the arrays whose buffers were dropped."""
+    tile size).  Returns the plan without those buffers and the arrays whose buffers
+    were dropped."""
     from .registers import MAX_REGISTERS
     if options.shared == "all" or options.keep_register_buffers or not mem.registers or \
             points_per_thread > MAX_REGISTERS:
-        return []
+        return mem, []
     regs = {r.array for r in mem.registers if len(r.statements) == 1}
     dropped = sorted({b.array for b in mem.buffers if b.array in regs and b.level == "block"}
                      - {b.array for b in mem.buffers if b.array in regs and b.level != "block"})
     if not dropped:
-        return []
-    _unbuffer(mem, kernel, dropped, "not buffered (kept in registers across the sequential "
-              "loops: loaded from and stored to global memory once per thread point)")
-    return dropped
+        return mem, []
+    return _unbuffer(mem, kernel, dropped, "not buffered (kept in registers across the "
+                     "sequential loops: loaded from and stored to global memory once per "
+                     "thread point)"), dropped
 
 
-def _unbuffer(mem: KernelMemory, kernel: str, arrays: list[str], why: str) -> None:
-    """Drop the buffers of ``arrays`` kept in registers instead, their buffer
-    decisions (not the register ones) now saying ``why``."""
-    mem.buffers = [b for b in mem.buffers if b.array not in arrays]
-    lines = {r.line for r in mem.registers}
-    for i, d in enumerate(mem.decisions):
-        if is_decision_about(d, kernel, arrays) and d.stage != Stage.REGISTERS and i not in lines:
-            mem.decisions[i] = replace(d, stage=Stage.REGISTERS, kind="decision", text=why)
+def _unbuffer(mem: KernelMemory, kernel: str, arrays: list[str], why: str) -> KernelMemory:
+    """``mem`` without the buffers of ``arrays`` kept in registers instead, their
+    buffer decisions (not the register ones) saying ``why`` instead."""
+    return replace(mem, buffers=tuple(b for b in mem.buffers if b.array not in arrays),
+                   decisions=tuple(
+                       replace(d, stage=Stage.REGISTERS, kind="decision", text=why)
+                       if is_decision_about(d, kernel, arrays) and d.stage != Stage.REGISTERS
+                       else d for d in mem.decisions))
 
 
 def keep_private_in_registers(mem: KernelMemory, kernel: str, private: frozenset[str]
-                              ) -> list[str]:
+                              ) -> KernelMemory:
     """Private local scalars (:func:`polymagic.schedule.private.private_temps`: written
     before read in every instance of their loops, dead after) planned into registers
     live only there (seed 004 §4.2): the register is never loaded nor stored
     (:attr:`.registers.RegisterPlan.private`), so any buffer of theirs is dropped and
-    the array is never touched in global memory.  Returns those arrays."""
-    regs = [r for r in mem.registers if r.array in private]
-    if not regs:
-        return []
-    names = [r.array for r in regs]
-    for r in regs:
-        r.private = True
-    _unbuffer(mem, kernel, names, "not buffered (a private local scalar: kept in a register "
-              "of the thread owning the point, never in memory)")
-    return names
+    the array is never touched in global memory.  Returns the plan with those
+    registers marked private."""
+    names = [r.array for r in mem.registers if r.array in private]
+    if not names:
+        return mem
+    mem = replace(mem, registers=tuple(replace(r, private=True) if r.array in private else r
+                                       for r in mem.registers))
+    return _unbuffer(mem, kernel, names, "not buffered (a private local scalar: kept in a "
+                     "register of the thread owning the point, never in memory)")
 
 
 # ---- copy code in the schedule tree ---------------------------------------------

@@ -8,7 +8,7 @@ is read once before those loops and written once after them.
 
 Two steps:
 
-* :func:`plan_registers` decides per array, with isl, on the kernel's statement
+* :func:`plan_kernel_registers` decides per array, with isl, on the kernel's statement
   instances: the relation ``{ thread point -> A[a] }`` (thread point = host loops and
   the band members mapped to blocks/threads) must be single-valued (the subscripts
   depend only on the thread loops) and injective (no two thread points share an
@@ -27,7 +27,8 @@ Two steps:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import islpy as isl
 
@@ -43,23 +44,33 @@ from ..scop import Scop
 MAX_REGISTERS = 64
 
 
-@dataclass
+@dataclass(frozen=True)
 class RegisterPlan:
-    """An array whose references of this kernel go to per-thread registers."""
+    """An array whose references of this kernel go to per-thread registers (the
+    mapping's plan; what the lowering made of it is a :class:`RegisterOutcome`)."""
     array: str
     ctype: str
-    statements: list[str]
+    statements: tuple[str, ...]
     reason: str
-    line: int = -1                               # index of its line in KernelMemory.decisions
-    registers: list[str] = field(default_factory=list)   # names made by promote_registers
-    skipped: list[str] = field(default_factory=list)     # why a site kept memory
+    #: its "register planned" line among the kernel's decisions
+    #: (:attr:`.plan.KernelMemory.decisions`), which the lowering's decision replaces
+    #: in the report (:func:`decision_line`)
+    note: Note
     points: isl.Set | None = None    # thread points (host loops, mapped members) touching it
-    # accessed by its global name, loaded once per thread point before all the sequential
-    # loops of the kernel and stored once after them (memory.counts predicts this)
-    once_per_point: bool = False
     # a private local scalar (written before read at every thread point, dead after):
     # the register is never loaded nor stored (memory.plan.keep_private_in_registers)
     private: bool = False
+
+
+@dataclass(frozen=True)
+class RegisterOutcome:
+    """What the lowering's promotion (:func:`promote_registers`) made of one
+    :class:`RegisterPlan` in one kernel: the registers made, why sites kept memory."""
+    registers: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+
+    def __add__(self, other: "RegisterOutcome") -> "RegisterOutcome":
+        return RegisterOutcome(self.registers + other.registers, self.skipped + other.skipped)
 
 
 def _texts(names: list[str]) -> str:
@@ -87,33 +98,52 @@ def _private(per_point: isl.UnionMap, n_host: int) -> bool:
 PLAN_OPERATIONS = 2_000_000
 
 
-def plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
-                   kernel: str, thread_loops: list[str], seq_loops: list[str],
-                   n_host: int = 0, private: frozenset[str] = frozenset()
-                   ) -> tuple[list[RegisterPlan], list[Note]]:
-    """:func:`_plan_registers` under an isl operation budget."""
+def plan_kernel_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
+                          kernel: str, thread_loops: list[str], seq_loops: list[str],
+                          n_host: int = 0, private: frozenset[str] = frozenset(),
+                          elsewhere: Mapping[str, str] = {}
+                          ) -> tuple[tuple[RegisterPlan, ...], tuple[Note, ...]]:
+    """Seed 004 §4.2: the register plans of one kernel and one decision line per array
+    it accesses, within an isl operation budget (past it: no registers, a note).  The
+    one entry point of both mappers (:mod:`polymagic.mapping.single`,
+    :mod:`polymagic.mapping.super_memory`).
+
+    ``domain`` holds the kernel's statement instances, ``point`` maps each to its
+    thread point (the ``n_host`` host loops, then the mapped band members).  Filters:
+    ``private``, the private local scalars one register per thread point holds whole
+    (:func:`polymagic.schedule.private.register_private`), planned even when their
+    subscripts vary with the sequential loops (a scalar declared inside them);
+    ``elsewhere``, arrays the caller keeps by other means, each with why: not planned,
+    their line saying ``not in a register (why)``."""
     from ..isl_util import OperationBudget
     try:
         with OperationBudget(scop.context.get_ctx(), PLAN_OPERATIONS):
-            return _plan_registers(scop, domain, point, kernel, thread_loops, seq_loops,
-                                   n_host, private)
+            plans, lines = _plan_registers(scop, domain, point, kernel, thread_loops,
+                                           seq_loops, n_host, private, elsewhere)
+            return tuple(plans), tuple(lines)
     except isl.Error:
-        return [], [Note(Stage.REGISTERS, f"no registers: planning them took more than "
-                         f"{PLAN_OPERATIONS} isl operations", kernel=kernel, kind="fallback")]
+        return (), (Note(Stage.REGISTERS, f"no registers: planning them took more than "
+                         f"{PLAN_OPERATIONS} isl operations", kernel=kernel, kind="fallback"),)
+
+
+def _sorted_statements(refs: list) -> tuple[str, ...]:
+    return tuple(sorted({s.name for s, _ in refs},
+                        key=lambda n: int(n[1:]) if n[1:].isdigit() else 0))
+
+
+def _touching(domain: isl.UnionSet, refs: list) -> isl.UnionSet:
+    """The instances of ``domain`` of the statements of ``refs``."""
+    touching = isl.UnionSet.empty(domain.get_space())
+    for s, _ in refs:
+        touching = touching.union(domain.intersect(isl.UnionSet.from_set(s.domain)))
+    return touching
 
 
 def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
                     kernel: str, thread_loops: list[str], seq_loops: list[str],
-                    n_host: int = 0, private: frozenset[str] = frozenset()
+                    n_host: int, private: frozenset[str], elsewhere: Mapping[str, str]
                     ) -> tuple[list[RegisterPlan], list[Note]]:
-    """Seed 004 §4.2: the arrays of a kernel whose elements stay in registers.
-
-    ``domain`` holds the kernel's statement instances, ``point`` maps each to its
-    thread point (the ``n_host`` host loops, then the mapped band members).  Returns the plans and one
-    decision line per array accessed by the kernel.  ``private``: private local
-    scalars one register per thread point holds whole
-    (:func:`polymagic.schedule.private.register_private`), planned even when their
-    subscripts vary with the sequential loops (a scalar declared inside them)."""
+    """:func:`plan_kernel_registers` without the budget."""
     point = point.intersect_domain(domain)
     plans: list[RegisterPlan] = []
     lines: list[Note] = []
@@ -133,6 +163,17 @@ def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
         per_point = point.reverse().apply_range(rel)
         def head(text: str, array: str = array) -> Note:
             return Note(Stage.REGISTERS, text, kernel=kernel, subject=array)
+
+        def planned(reason: str, points: isl.UnionSet, private: bool = False,
+                    array: str = array) -> None:
+            if array in elsewhere:
+                lines.append(head(f"not in a register ({elsewhere[array]})"))
+                return
+            note = head(f"register planned ({reason})")
+            plans.append(RegisterPlan(array, scop.arrays[array].ctype, _sorted_statements(refs),
+                                      reason, note, isl.Set.from_union_set(points.range()),
+                                      private=private))
+            lines.append(note)
         if not scop.arrays[array].shape:
             lines.append(head("not in a register (a scalar shared by every thread)"))
             continue
@@ -141,18 +182,9 @@ def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
                               "subscript or condition: global memory only)"))
             continue
         if array in private and _private(per_point, n_host):
-            stmts = sorted({s.name for s, _ in refs},
-                           key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
-            touching = isl.UnionSet.empty(domain.get_space())
-            for s, _ in refs:
-                touching = touching.union(domain.intersect(isl.UnionSet.from_set(s.domain)))
-            reason = ("a private local scalar, one register per thread point of the thread "
-                      f"loops {_texts(thread_loops)}")
-            plan = RegisterPlan(array, scop.arrays[array].ctype, stmts, reason, line=len(lines),
-                                points=isl.Set.from_union_set(
-                                    point.intersect_domain(touching).range()), private=True)
-            lines.append(head(f"register planned ({reason})"))
-            plans.append(plan)
+            planned("a private local scalar, one register per thread point of the thread "
+                    f"loops {_texts(thread_loops)}",
+                    point.intersect_domain(_touching(domain, refs)), private=True)
             continue
         if not per_point.is_single_valued():
             lines.append(head("not in a register (its subscripts vary with loops other "
@@ -162,29 +194,24 @@ def _plan_registers(scop: Scop, domain: isl.UnionSet, point: isl.UnionMap,
             lines.append(head("not in a register (several thread points of a launch touch "
                          "one element)"))
             continue
-        stmts = sorted({s.name for s, _ in refs}, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
-        touching = isl.UnionSet.empty(domain.get_space())
-        for s, _ in refs:
-            touching = touching.union(domain.intersect(isl.UnionSet.from_set(s.domain)))
+        touching = _touching(domain, refs)
         if point.intersect_domain(touching).is_injective():
             lines.append(head("not in a register (one access per thread point: no reuse)"))
             continue
-        reason = (f"subscripts vary only with the thread loops {_texts(thread_loops)}; "
-                  f"reused across {_texts(seq_loops) if seq_loops else 'the loops inside'}")
-        points = isl.Set.from_union_set(point.intersect_domain(touching).range())
-        plan = RegisterPlan(array, scop.arrays[array].ctype, stmts, reason, line=len(lines),
-                            points=points)
-        lines.append(head(f"register planned ({reason})"))
-        plans.append(plan)
+        planned(f"subscripts vary only with the thread loops {_texts(thread_loops)}; "
+                f"reused across {_texts(seq_loops) if seq_loops else 'the loops inside'}",
+                point.intersect_domain(touching))
     return plans, lines
 
 
-def decision_line(kernel: str, plan: RegisterPlan) -> Note:
-    """The report line of a register plan after :func:`promote_registers`."""
-    if plan.registers:
-        text = f"register {', '.join(plan.registers)} per thread ({plan.reason})"
+def decision_line(kernel: str, plan: RegisterPlan, made: RegisterOutcome) -> Note:
+    """The report line of a register plan after :func:`promote_registers`: the line
+    that stands for the plan's own (:attr:`RegisterPlan.note`) once the kernel is
+    lowered."""
+    if made.registers:
+        text = f"register {', '.join(made.registers)} per thread ({plan.reason})"
     else:
-        why = "; ".join(sorted(set(plan.skipped))) or "no loop to hoist the accesses out of"
+        why = "; ".join(sorted(set(made.skipped))) or "no loop to hoist the accesses out of"
         text = f"not in a register ({why})"
     return Note(Stage.REGISTERS, text, kernel=kernel, subject=plan.array)
 

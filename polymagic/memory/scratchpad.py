@@ -32,7 +32,7 @@ import numpy as np
 from ..scop import Scop
 
 
-@dataclass
+@dataclass(frozen=True)
 class DataSpace:
     """One reference's data space for a block: ``{ [prefix] -> A[a] }``."""
     array: str
@@ -49,7 +49,7 @@ class DataSpace:
         return self.rank < self.depth
 
 
-@dataclass
+@dataclass(frozen=True)
 class Partition:
     """A maximal group of overlapping data spaces of one array (§3.1)."""
     array: str
@@ -106,7 +106,7 @@ class Partition:
         return self.union(self.writes)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Box:
     """Algorithm 2's local storage: per-dimension bounds of the convex union."""
     lower: list[isl.PwAff]     # g: lower bounds as functions of the prefix
@@ -126,7 +126,7 @@ class Box:
         return n
 
 
-@dataclass
+@dataclass(frozen=True)
 class Buffer:
     name: str
     partition: Partition
