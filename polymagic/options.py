@@ -21,7 +21,8 @@ from .errors import OptionsError
 
 TARGETS = ("auto", "gpu", "emulator", "openmp")
 MAPPINGS = ("superposition", "single")
-SHOW = ("deps", "schedule", "cuda", "kir", "host", "emulator", "scop", "stages", "notes", "c")
+SHOW = ("deps", "schedule", "cuda", "kir", "passes", "host", "emulator", "scop", "stages",
+        "notes", "c")
 
 
 class SizeMap(Mapping[str, "int | float"]):

@@ -230,3 +230,24 @@ def test_no_module_imports_another_modules_private_name():
     """Issue 33: what one module offers another is public and documented; an
     underscore name is its own business."""
     assert _private_imports() == []
+
+
+def test_each_kernel_ir_pass_has_a_test_on_hand_built_kernel_ir():
+    """Issue 33: every module of ``lower/passes/`` (a pass) has ``tests/test_pass_<name>.py``,
+    which builds its Kernel IR by hand (``pass_helpers``' loops and statements, or
+    :mod:`polymagic.kir` constructors) instead of compiling a program."""
+    passes = sorted(p.stem for p in (PKG / "lower" / "passes").glob("*.py")
+                    if p.stem not in ("__init__", "context"))
+    assert passes
+    missing, compiled = [], []
+    for name in passes:
+        test = ROOT / "tests" / f"test_pass_{name}.py"
+        if not test.exists():
+            missing.append(name)
+            continue
+        text = test.read_text()
+        if not re.search(r"\b(kir\.[A-Z]\w*\(|loop\(|compute\()", text) or \
+                "compile_source" in text:
+            compiled.append(name)
+    assert not missing, f"passes without a test file: {missing}"
+    assert not compiled, f"pass tests that do not build Kernel IR by hand: {compiled}"

@@ -41,6 +41,7 @@ from ..notes import Note, Stage
 from ..options import CompileOptions, Options
 from ..schedule import ScheduleResult, compute_schedule
 from ..scop import Scop, flat_violation
+from ..lower.passes import PassLog
 from .lowering import Lowered, TimeTilesOverBudget, map_and_lower
 from .recurrence import RecurrenceChoice, choose, without
 
@@ -92,6 +93,8 @@ class Compiled:
     #: the CPU target's tiled OpenMP C (issue 21), printed from ``schedule`` when
     #: :attr:`CompileOptions.cpu_code` asks for it; None otherwise
     cpu: CpuCode | None = None
+    #: each Kernel-IR pass over each kernel, in order (``--show passes``)
+    passes: tuple[PassLog, ...] = ()
 
     @property
     def note_lines(self) -> tuple[str, ...]:
@@ -147,6 +150,7 @@ def compile_source(source: str, options: CompileOptions | Options | None = None,
                             + tuple(deps.notes) + ((recurrence.note(),) if recurrence else ())
                             + lowered.notes)), language=language,
                         stages=log.stages(), chosen_tile=lowered.chosen_tile,
+                        passes=lowered.passes,
                         recurrence=recurrence)
     _remember(source, language, options, compiled)
     return compiled

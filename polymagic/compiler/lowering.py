@@ -31,6 +31,7 @@ from .. import kir
 from ..errors import CompileError, PolymagicError
 from ..isl_util import OperationBudget, budget_spent
 from ..lower import LowerOptions, LowerResult, lower
+from ..lower.passes import PassLog
 from ..mapping import MappingResult, map_schedule
 from ..tiles.search import search_schedule
 from ..notes import Note, Stage
@@ -61,6 +62,8 @@ class Lowered:
     mapping: MappingResult
     #: the tile vector the ``--tile auto`` search chose; None when no search ran
     chosen_tile: tuple[int, ...] | None
+    #: each Kernel-IR pass over each kernel (:mod:`polymagic.lower.passes`)
+    passes: tuple[PassLog, ...] = ()
 
 
 def map_and_lower(scop: Scop, sched: ScheduleResult, options: CompileOptions) -> Lowered:
@@ -76,7 +79,7 @@ def map_and_lower(scop: Scop, sched: ScheduleResult, options: CompileOptions) ->
         options, low, mapping, fallback = lower_unlocalised(scop, sched, options, e)
     notes = search_notes + _stage_notes(sched, mapping, options, low) + fallback
     return Lowered(low.program, _summary(low.program, mapping), tuple(notes), mapping,
-                   chosen_tile)
+                   chosen_tile, low.passes)
 
 
 def search_tiles(scop: Scop, sched: ScheduleResult, options: CompileOptions

@@ -24,18 +24,19 @@ from ..isl_util import ast_build, ast_expr_to_expr, pw_aff_to_expr, val_to_int
 from ..mapping import HOST_PARAM, MARK_PREFIX, KernelPlan, MappingResult
 from ..memory.plan import SCAN_MARK, BufferPlan, chunk_guards, copy_split_params, scan_renames
 from ..memory.plan import KernelMemory
-from ..memory.registers import RegisterOutcome, decision_line, eliminate_redundant_loads
+from ..memory.registers import RegisterOutcome, decision_line
 from ..names import strip_generated
 from ..notes import Note
 from ..scop import Scop
 from ..thread_space import generic_id_context, thread_bounds_in
-from .kernel_passes import (accessed_arrays, copy_split_values, mark_unroll, plan_summary,
-                            promote_plan_registers, rename_loops)
+from .kernel_passes import accessed_arrays, plan_summary, rename_loops
 from .full_tile_pieces import full_tile_schedule, launch_values, merge_pieces
 from .per_kernel import (GROUP_PREFIX, boxed_launches, drop_fixed_host_loops, group_and_cut,
                          host_depends_on_ids, kernel_marks, kernel_schedule,
                          mentions_mapped_ids, rename_vars, with_thread_contexts)
-from .reductions import TreeBuffer, share_partner_loads, tree_reduction
+from .passes import KernelIR, PassContext, PassLog, run_passes
+from .passes.block_guard import conjoin, implied_by_block
+from .reductions import tree_reduction
 from .subscripts import (CHUNK_DIM, access_affs, access_order, build_index, chunk_cond,
                          copy_local_index, drop_domain, guard_expr, iterator_map, prefix_expr,
                          rewrite_accesses, stmt_prefix)
@@ -61,6 +62,8 @@ class LowerResult:
     of :mod:`polymagic.memory.registers`), the line saying what was made of it."""
     program: kir.Program
     register_decisions: Mapping[Note, Note]
+    #: every Kernel-IR pass over every kernel, in order (:mod:`.passes`)
+    passes: tuple[PassLog, ...] = ()
 
     def decisions(self, mem: KernelMemory) -> tuple[Note, ...]:
         """A kernel's memory decisions as the report shows them: each register plan's
@@ -81,6 +84,8 @@ class _Lowerer:
         self.host_vars: list[str] = []
         self.guards: list[list[Expr]] = []
         self.used_buffers: dict[str, BufferPlan] = {}
+        #: each Kernel-IR pass over each kernel, in order (``--show passes``)
+        self.pass_logs: tuple[PassLog, ...] = ()
         self.block_dims = (1, 1, 1)
         self.domain_stmts: list[kir.Stmt] = []
         self.errors: list[Exception] = []
@@ -118,10 +123,10 @@ class _Lowerer:
                 return self.host_if(node, cond)
             then = self.block(node.if_get_then_node(), in_kernel)
             orelse = self.block(node.if_get_else_node(), in_kernel) if node.if_has_else_node() else []
-            kept = [c for c in _conjuncts(cond) if not _implied_by_block(c, self.block_dims)]
+            kept = [c for c in _conjuncts(cond) if not implied_by_block(c, self.block_dims)]
             if not kept:
                 return then
-            return [kir.If(_conjoin(kept), then, orelse)]
+            return [kir.If(conjoin(kept), then, orelse)]
         if t == isl.ast_node_type.mark:
             name = node.mark_get_id().get_name()
             if name.startswith(SCAN_MARK):
@@ -153,12 +158,12 @@ class _Lowerer:
             self.guards.append([Unary("!", cond)])
             orelse = self.block(node.if_get_else_node(), False)
             self.guards.pop()
-            head = [kir.If(_conjoin(host_part), then)] if host_part else then
+            head = [kir.If(conjoin(host_part), then)] if host_part else then
             return head + orelse
         orelse = self.block(node.if_get_else_node(), False) if node.if_has_else_node() else []
         if not host_part:
             return then
-        return [kir.If(_conjoin(host_part), then, orelse)]
+        return [kir.If(conjoin(host_part), then, orelse)]
 
     def loop(self, node: isl.AstNode, in_kernel: bool) -> kir.Stmt:
         var = node.for_get_iterator().get_id().get_name()
@@ -478,30 +483,26 @@ class _Lowerer:
         finally:
             self.host_vars = outer
 
+    def pass_context(self, name: str, plan: KernelPlan) -> PassContext:
+        """What the Kernel-IR passes read of kernel ``name`` (:mod:`.passes`)."""
+        reductions = self.mapping.reductions
+        return PassContext(
+            strip_generated(name), plan, plan.block, {n: a.ctype for n, a in self.scop.arrays.items()},
+            reductions, tuple(c for g in self.guards for c in g),
+            {r.stmt: self.scop.arrays[self.scop.statement(r.stmt).body.target.array].ctype
+             for r in reductions.values()})
+
     def make_kernel(self, name: str, plan: KernelPlan, body: list[kir.Stmt]) -> kir.Launch:
-        body, registers, made = promote_plan_registers(plan, body,
-                                                       list(self.used_buffers.values()))
-        self.note_promoted(name, made)
-        nthreads = plan.block[0] * plan.block[1] * plan.block[2]
-        accessed = accessed_arrays(body)
-        for red in {r.stmt: r for r in self.mapping.reductions.values()
-                    if r.acc in accessed}.values():
-            ctype = self.scop.arrays[self.scop.statement(red.stmt).body.target.array].ctype
-            registers.append(kir.RegisterDecl(red.acc, ctype))
-            self.used_buffers.setdefault(red.buf, TreeBuffer(red.buf, ctype, (nthreads,)))
-        body = share_partner_loads(body, registers, self.mapping.reductions,
-                                   {n: a.ctype for n, a in self.scop.arrays.items()})
-        body, loads = eliminate_redundant_loads(
-            body, {n: a.ctype for n, a in self.scop.arrays.items()})
-        registers = registers + loads
-        body = mark_unroll(body)
+        ir, logs = run_passes(KernelIR(tuple(body), (), dict(self.used_buffers)),
+                              self.pass_context(name, plan))
+        self.note_promoted(name, ir.outcomes)
+        self.used_buffers.update({k: v for k, v in ir.buffers.items()
+                                  if k not in self.used_buffers})
+        self.pass_logs += logs
+        body, registers = list(ir.body), list(ir.registers)
         names = accessed_arrays(body)
         shared = [kir.SharedDecl(b.name, b.ctype, b.extents)
                   for b in self.used_buffers.values() if b.name in names]
-        guard = [c for g in self.guards for c in g if not _implied_by_block(c, plan.block)]
-        if guard:
-            body = [kir.If(_conjoin(guard), body)]
-        body = copy_split_values(body, plan.block)
         kname = strip_generated(name)   # as in the plan's notes
         if kname in self.kernels:            # isl generated the marked subtree twice
             kname = f"{kname}_{len(self.kernels)}"
@@ -560,26 +561,6 @@ def _conjuncts(e: Expr) -> list[Expr]:
     return [e]
 
 
-def _conjoin(es: list[Expr]) -> Expr:
-    out = es[0]
-    for e in es[1:]:
-        out = Binary("&&", out, e)
-    return out
-
-
-def _implied_by_block(c: Expr, block: tuple[int, int, int]) -> bool:
-    """``pm_tx <= c`` with c ≥ blockDim.x - 1, or ``pm_tx >= 0``: always true."""
-    if isinstance(c, Binary) and isinstance(c.a, Var) and isinstance(c.b, Int):
-        ids = {v: block["xyz".index(a)] for a, v in kir.THREAD_IDS.items()}
-        if c.a.name in ids and c.op == "<=" and c.b.value >= ids[c.a.name] - 1:
-            return True
-        if c.a.name in kir.MAPPED_IDS and c.op == ">=" and c.b.value <= 0:
-            return True
-        if c.a.name in ids and c.op == "==" and c.b.value == 0 and ids[c.a.name] == 1:
-            return True
-    return False
-
-
 def _upper_bound(cond: isl.AstExpr, var: str) -> Expr:
     """Inclusive upper bound from an isl loop condition ``var <= e`` or ``var < e``."""
     op = cond.get_op_type()
@@ -628,7 +609,7 @@ def lower(scop: Scop, mapping: MappingResult, settings: LowerOptions = LowerOpti
                           constants=dict(mapping.constants),
                           specialised={k: v for p in mapping.plans.values()
                                        for k, v in getattr(p, "specialised", {}).items()})
-    return LowerResult(program, low.register_decisions())
+    return LowerResult(program, low.register_decisions(), low.pass_logs)
 
 
 

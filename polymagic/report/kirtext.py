@@ -58,3 +58,16 @@ def format_program(program: kir.Program) -> str:
             out.append(f"  __shared__ {sh.ctype} {sh.name}" + "".join(f"[{d}]" for d in sh.shape))
         _stmts(k.body, 1, out)
     return "\n".join(out)
+
+
+def format_passes(logs) -> str:
+    """Each Kernel-IR pass over each kernel (``--show passes``): its time, what it
+    changed and the kernel's body after it (:mod:`polymagic.lower.passes`)."""
+    out: list[str] = []
+    for log in logs:
+        out.append(f"== {log.kernel}: after {log.name} ({log.seconds * 1e3:.2f} ms; "
+                   f"{log.change})")
+        for r in log.registers:
+            out.append(f"  register {r.ctype} {r.name}")
+        _stmts(list(log.body), 1, out)
+    return "\n".join(out) or "(no kernel)"

@@ -37,6 +37,11 @@ def _kir(compiled) -> str:
     return format_program(compiled.program)
 
 
+def _passes(compiled) -> str:
+    from .kirtext import format_passes
+    return format_passes(compiled.passes)
+
+
 def _host(compiled) -> str:
     return compiled.host_py
 
@@ -85,6 +90,7 @@ _VIEWS: dict[str, tuple[str, str, Callable]] = {
     "deps": ("Dependences", "text", _deps),
     "schedule": ("Schedule", "text", _schedule),
     "kir": ("Kernel IR", "text", _kir),
+    "passes": ("Kernel IR after each pass", "text", _passes),
     "host": ("Host driver (Python)", "python", _host),
     "emulator": ("Emulator C", "c", _emulator),
     "scop": ("Polyhedral model (SCoP)", "text", _scop),
