@@ -4,12 +4,13 @@ L private to each thread along a loop a thread group runs sequentially
 loop (:meth:`SuperLocalisation.step_local`)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 import islpy as isl
 
 from .. import kir
-from ..memory.localcode import LocalBuffer, LocalPlan, local_note
+from ..memory.localcode import LocalBuffer, LocalPlanBuilder, local_note
 from ..memory.plan import CopyNamer
 from ..options import CompileOptions
 from ..schedule.superposition import Kernel, SuperPlan, ThreadGroup
@@ -26,7 +27,7 @@ class SuperLocalisation:
     namer: CopyNamer
     local_copies: dict[str, tuple[str, LocalBuffer]]
     plan: SuperPlan
-    local: LocalPlan | None
+    local: LocalPlanBuilder | None
     local_avoid: dict[str, str]
     reductions: dict[str, TreeReduction]
     memory: SuperMemory | None
@@ -42,8 +43,8 @@ class SuperLocalisation:
         must leave alone (seed 000 block buffers, seed 004 registers and ``__constant__``
         arrays: they already serve those references), asked before the registers are
         applied (:meth:`SuperMemory.register_plan`, no side effect)."""
-        from ..memory.localcode import LocalPlan
-        self.local = LocalPlan()
+        from ..memory.localcode import LocalPlanBuilder
+        self.local = LocalPlanBuilder()
         self.specialised = {}
         self.local_avoid = {}
         if self.options.localise is None and not self.options.localise_auto:
@@ -76,7 +77,7 @@ class SuperLocalisation:
                     kname, None,
                     f"--localise {loop}: {loop} is not a sequential loop inside this "
                     "superposition kernel (it is mapped to blocks or threads): not localised"))
-        return plan if plan.buffers or plan.decisions else None
+        return plan.plan() if plan.buffers or plan.decisions else None
 
     def _local_refs(self, statements: list[str]) -> set[tuple[str, int]]:
         """References localisation leaves alone: :attr:`local_avoid` arrays, buffered
@@ -284,12 +285,12 @@ class SuperLocalisation:
             return None
         if saved <= 0:
             return None
-        lp.decisions.insert(0, local_note(
+        return replace(lp, decisions=(local_note(
             kname, None,
             f"localised along the step loop {name} by default: "
             f"the analytic model predicts {saved} fewer global accesses "
-            f"per block at {AUTO_SIZE} per size (--no-localise turns it off)"))
-        return lp
+            f"per block at {AUTO_SIZE} per size (--no-localise turns it off)"),)
+            + lp.decisions)
 
     def graft_step_local(self, x: isl.ScheduleNode, lp) -> isl.ScheduleNode:
         """Graft the step loop's moves around its body ``x``; returns ``x``'s position."""

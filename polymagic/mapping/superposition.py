@@ -19,7 +19,7 @@ import islpy as isl
 from .. import kir
 from ..errors import OptionsError
 from ..memory.constant import ConstantChooser
-from ..memory.localcode import LocalBuffer, LocalPlan
+from ..memory.localcode import LocalBuffer, LocalPlanBuilder
 from ..memory.plan import BufferPlan, CopyNamer, atomic, graft_copies
 from ..names import strip_generated
 from ..options import CompileOptions, per_thread_tile
@@ -159,7 +159,7 @@ class SuperMapper(SuperLocalisation):
         self.reductions: dict[str, TreeReduction] = {}      # by statement
         self.constants = ConstantChooser(scop, options.sizes)
         self.local_copies: dict[str, tuple[str, LocalBuffer]] = {}   # seed 001 moves
-        self.local: LocalPlan | None = None   # the kernel's seed 001 plan, being built
+        self.local: LocalPlanBuilder | None = None   # the kernel's seed 001 plan, being built
         self.local_avoid: dict[str, str] = {}    # arrays not to localise, with the reason
         self.specialised: dict[str, int] = {}    # sizes a step loop's L was sized at
         self.text = SuperText(scop)

@@ -271,8 +271,8 @@ class TimeKernels:
                     backs.append(back)
         # the footprint's line replaces each buffer's line of plan_shared
         replaced = {lb.array for lb in local.buffers}
-        local = replace(local, buffers=keep, decisions=[
-            d for d in local.decisions if d.subject not in replaced] + lines)
+        local = replace(local, buffers=tuple(keep), decisions=tuple(
+            d for d in local.decisions if d.subject not in replaced) + tuple(lines))
         if not keep:
             return seq, local
         x = graft_shared(self.scop, x, local, self.local_copies, self.namer)

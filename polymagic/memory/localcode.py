@@ -76,6 +76,9 @@ class LocalBuffer:
     #: copy statement -> ``{ [p] -> A[x] }`` it copies, scanned over its simple hull
     #: with this set as a guard (:func:`graft_tile_box`)
     guards: dict[str, isl.Map] = field(default_factory=dict)
+    #: a tile's write-back buffer: the elements the tile wrote, ``{ [p] -> A[x] }``
+    #: (:func:`tile_footprint`); None for the others
+    written: isl.Map | None = None
 
     @property
     def nbytes(self) -> int:
@@ -122,11 +125,23 @@ class LocalBuffer:
         return out
 
 
-@dataclass
+@dataclass(frozen=True)
 class LocalPlan:
     """What ``--localise`` did in one kernel: buffers and one line per decision."""
-    buffers: list[LocalBuffer] = field(default_factory=list)
-    decisions: list[Note] = field(default_factory=list)
+    buffers: tuple[LocalBuffer, ...] = ()
+    decisions: tuple[Note, ...] = ()
+
+
+class LocalPlanBuilder:
+    """A :class:`LocalPlan` being built: buffers and decisions appended as the
+    localisation decides them, the frozen plan made once at the end (:meth:`plan`)."""
+
+    def __init__(self) -> None:
+        self.buffers: list[LocalBuffer] = []
+        self.decisions: list[Note] = []
+
+    def plan(self) -> LocalPlan:
+        return LocalPlan(tuple(self.buffers), tuple(self.decisions))
 
 
 def local_note(kernel: str, array: str | None, text: str, kind: str = "decision") -> Note:
@@ -204,7 +219,7 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel:
                window: int) -> LocalPlan:
     """Localisation of every array accessed below ``x`` (the child of the localised
     band) that is reused along the loop; the others are listed with the reason."""
-    out = LocalPlan()
+    out = LocalPlanBuilder()
     prefix = x.get_prefix_schedule_union_map().intersect_domain(x.get_domain())
     names: list[str] = []
     x.get_domain().foreach_set(lambda s: names.append(s.get_tuple_name()))
@@ -277,7 +292,7 @@ def plan_local(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel:
                 f"[{']['.join(map(str, ext))}], {loc.layout} placement, {drift}, "
                 f"reorganisation: {reorg}" + (f", window {window}" if window > 1 else "")
                 + "".join(f"; {n}" for n in loc.notes)))
-    return out
+    return out.plan()
 
 
 def graft_local(scop: Scop, x: isl.ScheduleNode, plan: LocalPlan,
@@ -375,12 +390,11 @@ def auto_localise(scop: Scop, root: isl.ScheduleNode, kernel: str,
         return root, None
     saved, loop, node, plan, trial = best
     copies.update(trial)
-    plan.decisions.insert(0, local_note(
+    return node, replace(plan, decisions=(local_note(
         kernel, None,
         f"localised along {loop} by default: the analytic "
         f"model predicts {saved} fewer global accesses at "
-        f"{AUTO_SIZE} per size (--no-localise turns it off)"))
-    return node, plan
+        f"{AUTO_SIZE} per size (--no-localise turns it off)"),) + plan.decisions)
 
 
 def exposed_move_in(scop: Scop, lb: LocalBuffer) -> None:
@@ -457,7 +471,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel
     ``along`` and ``sharers`` name the loop and the threads in the decision lines (a
     superposition step loop's: ``the step loop s``, ``the block's threads``)."""
     from .localise import box_index
-    out = LocalPlan()
+    out = LocalPlanBuilder()
     prefix, names, arrays = _prefix_and_arrays(scop, x)
     kid = kernel.rsplit("kernel", 1)[-1]
     sizes = options.sizes
@@ -527,7 +541,7 @@ def plan_shared(scop: Scop, x: isl.ScheduleNode, options: CompileOptions, kernel
             f"localised along {along} (seed 001): "
             f"{lb.name}[{']['.join(map(str, exts))}] shared by {sharers}, {how}"
             + (f", window {window}" if window > 1 else "")))
-    return out
+    return out.plan()
 
 
 def _storage_pw_aff(loc: Localisation) -> isl.PwAff:
@@ -661,8 +675,7 @@ def tile_footprint(scop: Scop, lb: LocalBuffer, limit: int, used: int
     if lb.loc.written and not written.is_empty():
         back = LocalBuffer(lb.name, lb.array, lb.ctype, lb.extents, lb.loc, lb.prefix,
                            [_array_mod(written, d, e) for d, e in enumerate(exts)],
-                           lb.rows, lb.block, [])
-        back.written = written
+                           lb.rows, lb.block, [], written=written)
     return lb, back, (f"the tile's whole footprint {lb.name}"
                       f"[{']['.join(map(str, exts))}] in shared memory (modulo addressing), "
                       "moved in at first touch" + (", written back after the tile's last step"
@@ -778,7 +791,7 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, ke
     slices (the kernel is specialised to the sizes, so the footprint is constant;
     seidel-2d: isl's code in about a second where seed 001's per-step sets of the
     wavefront took 40 s)."""
-    out = LocalPlan()
+    out = LocalPlanBuilder()
     prefix, names, arrays = _prefix_and_arrays(scop, seq)
     kid = kernel.rsplit("kernel", 1)[-1]
     limit = min(options.shared_mem, LOCAL_LIMIT)
@@ -789,7 +802,7 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, ke
             kernel, None,
             "the tile's data not localised (its time steps are "
             "not T·c_0 + k of its prefix)"))
-        return out
+        return out.plan()
     total = 0
     for a in arrays:
         refs, touched, reads, writes = _tile_maps(scop, slices, a)
@@ -829,7 +842,7 @@ def plan_tile_box(scop: Scop, seq: isl.ScheduleNode, options: CompileOptions, ke
                 f"bounding box addressed modulo its extents; the elements the {what} reads copied "
                 "in once before its first step" + (", those it writes copied back once after "
                 "its last step" if writes is not None else "")))
-    return out
+    return out.plan()
 
 
 def _project_on(m: isl.Map, d: int) -> isl.Map:
