@@ -150,15 +150,7 @@ def test_no_dataclass_field_typed_object_or_any():
 
 #: dataclasses of the mapping and memory packages that are not frozen, with why; every
 #: other one is a result (or part of one) that later stages only read (issue 33)
-NOT_FROZEN = {
-    # seed 001's buffers: the superposition's step-loop move-in narrowing
-    # (memory.localcode.exposed_move_in) edits the buffer the grafted copies read; a
-    # copy made with dataclasses.replace left the old move-in in the generated code
-    # (test_superposition_localise::test_forced_superposition_scan_localise): to be
-    # frozen once every holder of the buffer takes the narrowed one
-    "polymagic.memory.localcode.LocalBuffer": "edited by the step-loop localisation",
-    "polymagic.memory.localise.Localisation": "edited by the step-loop localisation",
-}
+NOT_FROZEN: dict[str, str] = {}
 
 
 def _dataclasses(tree: ast.Module):

@@ -235,8 +235,8 @@ class SuperLocalisation:
                     lp, sized = at, fixed
                 elif not lp.buffers:
                     lp = at                 # its notes say why, at the sizes given
-            for lb in lp.buffers:
-                exposed_move_in(self.scop, lb)
+            lp = replace(lp, buffers=tuple(exposed_move_in(self.scop, lb)
+                                           for lb in lp.buffers))
             if not forced and lp.buffers:
                 lp = self._step_gain(lp, kname, name)
         except Exception as e:            # noqa: BLE001 - never a crash: unlocalised code

@@ -228,9 +228,10 @@ class TimeKernels:
         local = plan_shared(self.scop, x, self.options, strip_generated(plan.name), plan.block, window)
         if TILE_FOOTPRINT:
             return self.footprint_tile(seq, x, local, strip_generated(plan.name), depth)
-        for lb in local.buffers:
-            if lb.loc.written:
-                lb.loc.move_out = lb.loc.move_out.intersect(written_so_far(self.scop, lb))
+        local = replace(local, buffers=tuple(
+            replace(lb, loc=replace(lb.loc, move_out=lb.loc.move_out.intersect(
+                written_so_far(self.scop, lb)))) if lb.loc.written else lb
+            for lb in local.buffers))
         if local.buffers:
             x = graft_shared(self.scop, x, local, self.local_copies, self.namer)
         return x.ancestor(x.get_tree_depth() - depth), local

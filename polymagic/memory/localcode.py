@@ -59,7 +59,7 @@ AUTO_SECONDS = 0.5
 LOCAL_LIMIT = 48 * 1024
 
 
-@dataclass
+@dataclass(frozen=True)
 class LocalBuffer:
     """A localised array ``L`` of one kernel (one row per thread of the block)."""
     name: str
@@ -333,7 +333,8 @@ def localise_kernel(scop: Scop, root: isl.ScheduleNode, kernel: str,
     """Apply ``--localise LOOP[:w]`` inside one kernel whose subtree is ``root``;
     returns the node at ``root``'s position and what was done (None: the loop is not
     a sequential loop of this kernel).  ``refine``, when given, is applied to each
-    buffer before its moves are grafted (:func:`exposed_move_in`)."""
+    buffer before its moves are grafted (:func:`exposed_move_in`: a buffer in, the
+    refined buffer out)."""
     loop, window = options.localise
     found = find_loop(root, loop, member_text)
     if found is None:
@@ -344,8 +345,8 @@ def localise_kernel(scop: Scop, root: isl.ScheduleNode, kernel: str,
         band = band.band_split(j + 1)
     x = band.child(0)
     plan = plan_local(scop, x, options, kernel, block, buffered, window)
-    for lb in plan.buffers if refine is not None else []:
-        refine(scop, lb)
+    if refine is not None:
+        plan = replace(plan, buffers=tuple(refine(scop, lb) for lb in plan.buffers))
     if plan.buffers:
         x = graft_local(scop, x, plan, copies)
     return x.ancestor(x.get_tree_depth() - depth), plan
@@ -397,7 +398,7 @@ def auto_localise(scop: Scop, root: isl.ScheduleNode, kernel: str,
         f"{AUTO_SIZE} per size (--no-localise turns it off)"),) + plan.decisions)
 
 
-def exposed_move_in(scop: Scop, lb: LocalBuffer) -> None:
+def exposed_move_in(scop: Scop, lb: LocalBuffer) -> LocalBuffer:
     """Seed 001 §4.3 for the move-in (the superposition's L, window 1): an element of
     ``I(p)`` is loaded only if a read at step ``p`` sees a value from before the step
     (an upward-exposed read: its last writer in the original order, found by isl's
@@ -407,11 +408,11 @@ def exposed_move_in(scop: Scop, lb: LocalBuffer) -> None:
     recurrence's ``Y[s]``, jacobi-2d-alt's ``B``.  Every access of the array inside
     the loop is served by ``L`` (the planners take all of an array's references or
     none), so no read of the step goes to global memory.  Left as is on isl errors or
-    windows above 1."""
+    windows above 1.  Returns the buffer with that move-in."""
     from .localise import tagged_accesses
     loc = lb.loc
     if loc.window != 1 or loc.move_in.is_empty():
-        return
+        return lb
     try:
         prefix = lb.prefix
         reads = tagged_accesses(scop, lb.array, False, prefix)
@@ -420,16 +421,16 @@ def exposed_move_in(scop: Scop, lb: LocalBuffer) -> None:
         tsched = tagged.apply_range(scop.schedule.intersect_domain(prefix.domain()))
         tprefix = tagged.apply_range(prefix)
         if writes.is_empty():
-            return
+            return lb
         info = isl.UnionAccessInfo.from_sink(reads).set_must_source(writes)
         flow = info.set_schedule_map(tsched).compute_flow().get_may_dependence()
         same = tprefix.apply_range(tprefix.reverse())
         covered = flow.intersect(same).range()
         exposed = reads.intersect_domain(reads.domain().subtract(covered))
         needed = tprefix.reverse().apply_range(exposed).extract_map(loc.move_in.get_space())
-        loc.move_in = loc.move_in.intersect(needed).coalesce()
+        return replace(lb, loc=replace(loc, move_in=loc.move_in.intersect(needed).coalesce()))
     except isl.Error:
-        return
+        return lb
 
 
 # ---- a time loop inside one block: L shared by the block's threads --------------------
@@ -666,10 +667,9 @@ def tile_footprint(scop: Scop, lb: LocalBuffer, limit: int, used: int
         return None, None, (f"not localised (the tile's footprint, "
                             f"{'x'.join(map(str, exts))}, exceeds the shared memory of a block)")
     before = _same_tile_before(n, True).align_params(cached.get_space())
-    lb.loc.move_in = cached.subtract(before.apply_range(cached)).coalesce()
-    lb.loc.move_out = isl.Map.empty(cached.get_space())
-    lb.extents = tuple(exts)
-    lb.index = [_array_mod(cached, d, e) for d, e in enumerate(exts)]
+    lb = replace(lb, loc=replace(lb.loc, move_in=cached.subtract(before.apply_range(cached))
+                                 .coalesce(), move_out=isl.Map.empty(cached.get_space())),
+                 extents=tuple(exts), index=[_array_mod(cached, d, e) for d, e in enumerate(exts)])
     written = _writes_at(scop, lb).project_out(isl.dim_type.in_, n - 1, 1).coalesce()
     back = None
     if lb.loc.written and not written.is_empty():

@@ -54,7 +54,7 @@ class LocaliseError(ValueError):
     """The chosen loop cannot be localised (reason in the message)."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class Localisation:
     """Seed 001 §4 for one array along the last dimension of a prefix."""
     array: str
