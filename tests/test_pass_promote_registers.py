@@ -4,7 +4,6 @@ before the loop and stored after it."""
 from pass_helpers import acc, compute, context, ir, loop, plus
 
 from polymagic import kir
-from polymagic.expr import Access
 from polymagic.lower.passes import promote_registers
 from polymagic.mapping import KernelPlan
 from polymagic.memory.plan import KernelMemory

@@ -2,7 +2,6 @@
 statement reads twice is loaded once, into a register, before it."""
 from pass_helpers import acc, compute, context, ir, loop, plus
 
-from polymagic import kir
 from polymagic.expr import Access
 from polymagic.lower.passes import redundant_loads
 

@@ -22,8 +22,8 @@ from ..expr import (Access, Assign, Binary, Call, CPrinter, Expr, Int, Unary, Va
 from ..expr import walk as walk_expr
 from ..isl_util import ast_build, ast_expr_to_expr, pw_aff_to_expr, val_to_int
 from ..mapping import HOST_PARAM, MARK_PREFIX, KernelPlan, MappingResult
-from ..memory.plan import SCAN_MARK, BufferPlan, chunk_guards, copy_split_params, scan_renames
-from ..memory.plan import KernelMemory
+from ..memory.plan import (SCAN_MARK, BufferPlan, KernelMemory, chunk_guards,
+                           copy_split_params, scan_renames)
 from ..memory.registers import RegisterOutcome, decision_line
 from ..names import strip_generated
 from ..notes import Note
